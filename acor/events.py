@@ -1,0 +1,195 @@
+"""Typed events: what an ACOR stream means, independent of how it is written.
+
+The grammar (:mod:`acor.grammar`) renders events to Markdown and parses
+Markdown back into events; the launcher turns them into JSON lines. Each event
+has a ``type`` and a :meth:`Event.to_dict` whose keys are documented in
+``docs/protocol.md``::
+
+    >>> from acor.events import Progress
+    >>> Progress(50, "Halfway").to_dict()
+    {'type': 'progress', 'percent': 50, 'message': 'Halfway'}
+
+These are plain classes with ``__slots__`` rather than dataclasses: importing
+:mod:`dataclasses` costs more than the rest of the library together.
+"""
+
+FINAL_STATES = frozenset({"complete", "failed", "cancelled"})
+
+
+class Event:
+    """Base class: equality, repr and ``to_dict`` from ``__slots__``."""
+
+    __slots__ = ()
+    type = "event"
+
+    def to_dict(self):
+        data = {"type": self.type}
+        for name in self.__slots__:
+            data[name] = getattr(self, name)
+        return data
+
+    def __eq__(self, other):
+        return type(self) is type(other) and all(
+            getattr(self, n) == getattr(other, n) for n in self.__slots__
+        )
+
+    def __repr__(self):
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+    __hash__ = None
+
+
+class Status(Event):
+    """``## Status: Working``: ``state`` is lower case (``working``)."""
+
+    __slots__ = ("state", "message")
+    type = "status"
+
+    def __init__(self, state, message=""):
+        self.state = state
+        self.message = message
+
+    @property
+    def is_final(self):
+        return self.state in FINAL_STATES
+
+
+class Progress(Event):
+    """``## Progress: 50%``: ``percent`` is a number from 0 to 100."""
+
+    __slots__ = ("percent", "message")
+    type = "progress"
+
+    def __init__(self, percent, message=""):
+        self.percent = percent
+        self.message = message
+
+
+class Output(Event):
+    """``## Output``: free text for the agent to read."""
+
+    __slots__ = ("text",)
+    type = "output"
+
+    def __init__(self, text):
+        self.text = text
+
+
+class OutputData(Event):
+    """``## Output Data``: a fenced block. ``data`` is the decoded value for
+    ``json`` and the block's text for every other format."""
+
+    __slots__ = ("format", "data")
+    type = "output_data"
+
+    def __init__(self, format, data):
+        self.format = format
+        self.data = data
+
+
+class OutputFiles(Event):
+    """``## Output Files``: ``files`` is a list of dicts with ``path``,
+    ``description``, ``kind`` (file, directory, missing), ``bytes`` and
+    ``sha256`` (the first 12 hex digits; None unless kind is file)."""
+
+    __slots__ = ("files",)
+    type = "output_files"
+
+    def __init__(self, files):
+        self.files = files
+
+
+class Error(Event):
+    """``## Error: {title}`` with its code, details and recovery."""
+
+    __slots__ = ("title", "code", "details", "recovery")
+    type = "error"
+
+    def __init__(self, title, code, details=None, recovery=None):
+        self.title = title
+        self.code = code
+        self.details = details
+        self.recovery = recovery
+
+
+class InputNeeded(Event):
+    """``## Input Needed``: the tool stopped and waits for the agent."""
+
+    __slots__ = ("message",)
+    type = "input_needed"
+
+    def __init__(self, message):
+        self.message = message
+
+
+class AIDirective(Event):
+    """``## AI Directive``: instructions for the agent, one per item."""
+
+    __slots__ = ("items",)
+    type = "ai_directive"
+
+    def __init__(self, items):
+        self.items = items
+
+
+class Suggestions(Event):
+    """``## Suggestions[: title]``: optional next steps."""
+
+    __slots__ = ("title", "items")
+    type = "suggestions"
+
+    def __init__(self, items, title=None):
+        self.title = title
+        self.items = items
+
+
+class Session(Event):
+    """``## Session: {id}``: the run is bound to a resumable session."""
+
+    __slots__ = ("id",)
+    type = "session"
+
+    def __init__(self, id):
+        self.id = id
+
+
+class Checkpoint(Event):
+    """``## Session Checkpoint: {id}``: state was saved under this id."""
+
+    __slots__ = ("id",)
+    type = "checkpoint"
+
+    def __init__(self, id):
+        self.id = id
+
+
+class Text(Event):
+    """Text that is not part of any section (raw prints, program output)."""
+
+    __slots__ = ("text",)
+    type = "text"
+
+    def __init__(self, text):
+        self.text = text
+
+
+class Unknown(Event):
+    """A section heading the grammar does not know, or a known one whose
+    heading is malformed (``## Progress: abc%``). Never raised: reported."""
+
+    __slots__ = ("heading", "body", "reason")
+    type = "unknown"
+
+    def __init__(self, heading, body, reason):
+        self.heading = heading
+        self.body = body
+        self.reason = reason
+
+
+EVENT_TYPES = {
+    cls.type: cls
+    for cls in (Status, Progress, Output, OutputData, OutputFiles, Error,
+                InputNeeded, AIDirective, Suggestions, Session, Checkpoint,
+                Text, Unknown)
+}

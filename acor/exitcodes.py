@@ -1,0 +1,13 @@
+"""Exit codes, shared by tools and the launcher (documented in the README).
+
+A tool that stops for input exits with :data:`INPUT_NEEDED`; the launcher
+maps every ending of a run to one of these so an agent can branch on the code
+alone.
+"""
+
+OK = 0            #: the tool completed
+FAILED = 1        #: the tool failed (its Error section says why)
+USAGE = 2         #: bad invocation or configuration: unknown tool, bad option
+INPUT_NEEDED = 3  #: the tool needs input; its Input Needed section says which
+TIMEOUT = 124     #: the launcher stopped the tool: timeout or idle timeout
+CANCELLED = 130   #: cancelled by SIGINT/SIGTERM (128 + SIGINT, as shells do)
