@@ -1,0 +1,282 @@
+"""csvprofile: profile a CSV file for an agent, in one streaming pass.
+
+    acor csvprofile FILE [--key COLUMN | --no-key] [--out DIR]
+                         [--delimiter D] [--encoding ENC]
+
+Per column: inferred type (int/float/bool/date/string), nulls, distinct
+values, min/max/mean/stdev or top values; duplicates of the key column. The
+full profile is written to DIR/<stem>.profile.json (DIR: ./acor-out). This
+file is the ACOR side (arguments, progress, errors, report); the pass itself
+is in profiler.py. Exit codes: 0 done, 1 failed, 2 bad arguments, 3 the key
+column must be chosen (Input Needed).
+"""
+
+import argparse
+import csv
+import difflib
+import json
+import os
+import re
+import shlex
+import sys
+
+from acor import AcorTool, ToolState
+from profiler import CsvProblem, Source, new_state, profile_chunk, read_header, summarize
+
+CHUNK_ROWS = 10_000  # rows per chunk; a chunk also ends at each tenth of the bytes
+# id, uuid, key, order_id, order-id, "Order ID", orderId, OrderID (but not "paid")
+ID_NAME = re.compile(r"(?i:(?:.*[_\-\s.])?(?:id|uuid|guid|key))$|.*[a-z](?:Id|ID)$")
+
+
+class Fail(Exception):
+    """A failure reported as an ACOR Error section; exit_code ends the process."""
+    def __init__(self, code, message, recovery, details=None, exit_code=1):
+        super().__init__(message)
+        self.code, self.message, self.recovery, self.details, self.exit_code = \
+            code, message, recovery, details, exit_code
+
+
+class Parser(argparse.ArgumentParser):
+    def error(self, message):  # an agent reads stdout: report usage mistakes there, in ACOR
+        raise Fail("E_USAGE", message, "Run `acor csvprofile --help` for the options, then "
+                   "rerun, e.g. `acor csvprofile data.csv --key id`.", exit_code=2)
+
+
+def delimiter(text):
+    text = "\t" if text in ("tab", "\\t") else text
+    if len(text) != 1:
+        raise argparse.ArgumentTypeError(f"must be one character (or 'tab'), not {text!r}")
+    return text
+
+
+def parse_args(argv):
+    p = Parser(prog="acor csvprofile", add_help=False,
+               description="Profile a CSV file: column types, nulls, distinct values, "
+                           "numeric stats, top values and duplicate keys.")
+    p.add_argument("file", nargs="?", metavar="FILE", help="the CSV file to profile")
+    key = p.add_mutually_exclusive_group()
+    key.add_argument("--key", metavar="COLUMN", help="column whose values should be unique "
+                     "(default: the obvious id column; asks when there is none)")
+    key.add_argument("--no-key", action="store_true", help="skip duplicate detection")
+    p.add_argument("--out", metavar="DIR",
+                   help="directory for <stem>.profile.json (default: ./acor-out)")
+    p.add_argument("--delimiter", type=delimiter, metavar="D",
+                   help="field delimiter: one character or 'tab' (default: detected)")
+    p.add_argument("--encoding", default="utf-8-sig", metavar="ENC",
+                   help="file encoding (default: utf-8)")
+    p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help=argparse.SUPPRESS)
+    p.add_argument("-h", "--help", action="store_true", help="show this help")
+    return p, p.parse_args(argv)
+
+
+def rerun(args, *extra):
+    """The exact command to run next: every option the user gave, with extra
+    options (e.g. "--key", "id") replacing the ones of the same name."""
+    argv = ["acor", "csvprofile", args.file]
+    for opt, value in (("--out", args.out), ("--delimiter", args.delimiter),
+                       ("--encoding", None if args.encoding == "utf-8-sig" else args.encoding)):
+        argv += [opt, value] if value and opt not in extra else []
+    return shlex.join(argv + list(extra))
+
+
+def plural(n, word):
+    return f"{n or 'no'} {word}{'s' * (n != 1)}"
+
+
+def human(n):
+    return f"{n} B" if n < 1024 else f"{n / 1024:.1f} KB" if n < 1 << 20 else \
+        f"{n / (1 << 20):.1f} MB"
+
+
+def open_csv(args):
+    """The open file (binary: Source decodes it) and its delimiter."""
+    path = args.file
+    if not os.path.exists(path):
+        here = os.path.dirname(path) or "."
+        near = sorted(n for n in os.listdir(here) if n.lower().endswith((".csv", ".tsv"))) \
+            if os.path.isdir(here) else []
+        with_file = lambda f: rerun(argparse.Namespace(**{**vars(args), "file": f}))
+        recovery = (f"Check the path (relative to {os.getcwd()}) with `ls {shlex.quote(here)}`,"
+                    f" then run: {with_file('<path/to/file.csv>')}")
+        guess = difflib.get_close_matches(os.path.basename(path), near, n=1, cutoff=0.8)
+        if guess:  # a typo is the likeliest cause: offer the command for the near match
+            guess = os.path.join(os.path.dirname(path), guess[0])
+            recovery = f"If you meant {guess}, run: {with_file(guess)}. Otherwise: {recovery}"
+        raise Fail("E_FILE_NOT_FOUND", f"Cannot find {path}", recovery,
+                   details=f"CSV files in {here}: {', '.join(near[:10])}" if near else None)
+    try:
+        f = open(path, "rb")
+    except OSError as exc:  # a directory, or no permission
+        raise Fail("E_FILE_UNREADABLE", f"Cannot read {path}: {exc.strerror}",
+                   f"Check it is a readable file (`ls -ld {shlex.quote(path)}`), then run: "
+                   f"{rerun(args)}")
+    if args.delimiter:
+        return f, args.delimiter
+    sample = f.read(65536).decode(args.encoding, errors="replace")
+    f.seek(0)
+    try:  # sniff complete lines only; a cut line misleads the Sniffer
+        return f, csv.Sniffer().sniff(sample[:sample.rfind("\n") + 1] or sample, ",;\t|").delimiter
+    except csv.Error:
+        return f, ","
+
+
+def profile(tool, args):
+    f, delim = open_csv(args)
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        source = Source(f, args.encoding)
+        records = csv.reader(source, delimiter=delim, strict=True)
+        names = read_header(records, source)
+        if args.key and args.key not in names:
+            close = [n for n in names if n.lower() == args.key.lower()]
+            raise Fail("E_KEY_NOT_FOUND", f"{args.file} has no column {args.key!r}",
+                       f"Run: {rerun(args, '--key', (close or names)[0])}  (columns: "
+                       f"{', '.join(names)})")
+        # Without --key, remember every id-like column's values: the key is chosen after.
+        keys = [names.index(args.key)] if args.key else [] if args.no_key else \
+            [i for i, n in enumerate(names) if ID_NAME.match(n)]
+        state = new_state(names, keys, source)
+        tool.status("working", f"Profiling {args.file} ({human(size)}, "
+                               f"{plural(len(names), 'column')}, delimiter {delim!r})")
+        tick = next_tick = size / 10
+        last, more = -1, True
+        while more:
+            more = profile_chunk(records, source, state, max(1, args.chunk_rows), next_tick)
+            # state is now complete up to state["offset"]: the place for a checkpoint.
+            pct = int(100 * source.offset / size)
+            if pct > last and (source.offset >= next_tick or not more):
+                tool.progress(pct, f"{plural(state['rows'], 'row')}, {human(source.offset)} "
+                                   f"of {human(size)}")
+                last = pct
+            while next_tick <= source.offset:
+                next_tick += tick
+    if state["ragged"]:
+        bad = state["ragged_lines"]
+        raise Fail("E_CSV_PARSE", f"{state['ragged']} rows of {args.file} do not have "
+                   f"{len(names)} fields; the first is at line {bad[0][0]}",
+                   f"Fix those lines (quote fields that contain {delim!r}); if most lines "
+                   f"are wrong, pass the right --delimiter. Then run: {rerun(args)}",
+                   details="; ".join(f"line {ln}: {n} fields" for ln, n in bad))
+    return report(tool, args, state, names, size, delim, source.sha256.hexdigest())
+
+
+def choose_key(tool, args, state, names):
+    """--key; or the obvious key: a column named `id`, or the only id-like
+    column whose values are (nearly: >= 90%) all distinct. Otherwise ask."""
+    if args.key or args.no_key or not state["rows"]:
+        return args.key
+    near = [names[int(i)] for i, k in state["keys"].items()
+            if len(k["first"]) >= 0.9 * state["rows"]]
+    ids = [n for n in near if n.lower() == "id"]
+    if ids or len(near) == 1:
+        return (ids or near)[0]
+    unique = [c["name"] for c in state["columns"] if summarize(c, state["rows"])["unique"]]
+    why = ("Several id-like columns are unique or nearly unique" if near else
+           "No column named like an id is unique; these columns have a distinct value "
+           "in every row" if unique else "No column has a distinct value in every row")
+    listing = "".join(f"\n- {n}" for n in near or unique)
+    tool.input_needed(
+        f"csvprofile needs the key column of {args.file} (the column whose values should "
+        f"be unique) to look for duplicates. {why}.{listing}\n\n"
+        f"Run this command with your choice of column:\n{rerun(args, '--key', '<column>')}"
+        f"\n\nOr profile without duplicate detection:\n{rerun(args, '--no-key')}")
+
+
+def report(tool, args, state, names, size, delim, sha256):
+    rows = state["rows"]
+    cols = [summarize(c, rows) for c in state["columns"]]
+    key = choose_key(tool, args, state, names)  # may end the run with Input Needed
+    k = state["keys"][str(names.index(key))] if key else {"dups": {}, "nulls": 0,
+                                                          "null_lines": []}
+    dups = sorted(({"value": v, "lines": ls} for v, ls in k["dups"].items()),
+                  key=lambda d: d["lines"][0])
+    prof = {"file": args.file, "bytes": size, "sha256": sha256, "delimiter": delim,
+            "rows": rows, "blank_lines": state["blank_lines"], "columns": cols,
+            "key": {"column": key, "chosen": "given" if args.key else "auto" if key else None,
+                    "duplicates": dups, "null_keys": k["nulls"],
+                    "null_key_lines": k["null_lines"]}}
+    out_dir = args.out or "acor-out"
+    out = os.path.join(out_dir, os.path.splitext(os.path.basename(args.file))[0]
+                       + ".profile.json")
+    try:  # write, then rename: nobody ever reads half a profile
+        os.makedirs(out_dir, exist_ok=True)
+        with open(out + ".tmp", "w", encoding="utf-8") as f:
+            json.dump(prof, f, indent=2, ensure_ascii=False)
+        os.replace(out + ".tmp", out)
+    except OSError as exc:
+        raise Fail("E_OUTPUT_WRITE", f"Cannot write {out}: {exc.strerror}",
+                   f"Choose a writable directory: {rerun(args, '--out', '/tmp/acor-out')}")
+
+    # Directives only for what needs fixing, with the lines to look at.
+    issues = []
+    if dups:
+        shown = ", ".join(f"{d['value']} (lines {', '.join(map(str, d['lines']))})"
+                          for d in dups[:5])
+        more = f", and {len(dups) - 5} more listed in {out}" if len(dups) > 5 else ""
+        issues.append(f"{len(dups)} duplicate values in key column {key}")
+        tool.ai_directive(f"Review the {len(dups)} duplicate values of key column {key} in "
+                          f"{args.file}: {shown}{more}. Keep one row per {key} or fix the key.")
+    if k["nulls"]:
+        issues.append(f"{k['nulls']} rows with an empty key {key}")
+        tool.ai_directive(f"Fill in or remove the {k['nulls']} rows of {args.file} with an "
+                          f"empty {key} (lines {', '.join(map(str, k['null_lines']))}).")
+    for c in (c for c in cols if "mostly" in c):
+        m = c["mostly"]
+        odd = ", ".join(f"line {e['line']}: {e['value']!r}" for e in m["exceptions"])
+        issues.append(f"column {c['name']} is {m['pct']}% {m['type']} with exceptions")
+        tool.ai_directive(f"Column {c['name']} of {args.file} is {m['pct']}% {m['type']} "
+                          f"but has other values ({odd}): correct them if they are typos.")
+
+    tool.output(f"Profiled {args.file}: {plural(rows, 'row')} x {plural(len(cols), 'column')}, "
+                f"{plural(len(issues), 'issue')} found.")
+    summary = {"file": args.file, "rows": rows, "delimiter": delim, "column_count": len(cols),
+               "key": key, "key_chosen": prof["key"]["chosen"], "duplicate_keys": len(dups),
+               "duplicates": dups[:10], "null_keys": k["nulls"], "issues": issues,
+               "profile": out,
+               "columns": [{f: c[f] for f in ("name", "type", "nulls", "distinct", "min",
+                                              "max", "mean") if f in c} for c in cols[:50]]}
+    tool.output(summary)
+    tool.output_files({out: f"Full profile of {args.file}: types, nulls, distinct counts, "
+                            f"stats and top values of every column; all duplicate keys"})
+    sparse = [f"{c['name']} ({c['null_pct']}% empty)" for c in cols if c["null_pct"] >= 50]
+    numeric = [c["name"] for c in cols if c["type"] in ("int", "float")]
+    tool.suggestions([s for s in (
+        dups and f"Deduplicate {args.file} on {key}, keeping the first row of each value",
+        sparse and f"Decide whether the mostly empty columns are needed: {', '.join(sparse)}",
+        numeric and f"Plot the distributions of the numeric columns: {', '.join(numeric[:5])}",
+        "Profile the next export of this file and compare the two profiles to spot drift",
+    ) if s])
+
+
+def main(argv=None):
+    with AcorTool() as tool:
+        try:
+            parser, args = parse_args(sys.argv[1:] if argv is None else argv)
+            if args.help:  # help is an answer, not a failure
+                tool.output(parser.format_help())
+                return 0
+            if not args.file:  # optional for argparse only so that --help needs none
+                parser.error("the following arguments are required: FILE")
+            try:
+                profile(tool, args)
+            except CsvProblem as p:  # the engine knows the line; the CLI knows the next step
+                span = p.first_line if p.first_line == p.last_line else \
+                    f"{p.first_line}-{p.last_line}"
+                raise Fail(p.code, f"{args.file}: {p}", {
+                    "E_CSV_PARSE": f"Fix the quoting of the record at line {span} (see "
+                                   f"`sed -n '{p.first_line},{p.last_line}p' "
+                                   f"{shlex.quote(args.file)}`), then run: {rerun(args)}",
+                    "E_CSV_ENCODING": f"Find the file's encoding (`file -i "
+                                      f"{shlex.quote(args.file)}`), then run e.g.: "
+                                      f"{rerun(args, '--encoding', 'latin-1')}",
+                    "E_CSV_EMPTY": "Check this is the right file (it is empty), or "
+                                   "regenerate it, then run again."}[p.code])
+        except Fail as f:
+            tool.error(f.code, f.message, recovery=f.recovery, details=f.details)
+            tool.stop(ToolState.FAILED)
+            return f.exit_code
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
