@@ -1,0 +1,326 @@
+"""Resumable sessions: checkpoints a tool saves and reads back on its next run.
+
+    store = SessionStore(state_dir_from_env(), "etl")
+    store.save("run-42", "batch-7", {"offset": 7000})
+    last = store.latest("run-42")   # None before the first save
+    last.id, last.state             # ('batch-7', {'offset': 7000})
+
+One JSON file per tool and session, ``<state_dir>/<tool>/<session>.json``::
+
+    {"format": "acor-session/1", "tool": "etl", "session": "run-42", "seq": 1,
+     "checkpoints": {"batch-7": {"seq": 1, "time": "...Z", "state": {...}}}}
+
+``seq`` only grows, so the newest checkpoint is the one with the highest
+seq; saving an existing checkpoint id again replaces it and makes it the
+newest. Only the last ``keep`` checkpoints are kept. Files are replaced
+atomically (a crash leaves the old file or the new one, never a torn one)
+and read-modify-write is serialised across processes with ``filelock``,
+which is imported only when something is saved or cleared.
+"""
+
+import collections
+import json
+import os
+import re
+import time
+
+FORMAT = "acor-session/1"
+KEEP = 1000
+SavedCheckpoint = collections.namedtuple("SavedCheckpoint",
+                                         "id state time seq")
+SessionSummary = collections.namedtuple(
+    "SessionSummary", "tool session checkpoint time checkpoints path error")
+
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+_BAD = re.compile(r"[^A-Za-z0-9._-]")
+# Device names Windows resolves whatever the folder or extension ("nul.json").
+_RESERVED = re.compile(r"(con|prn|aux|nul|com\d|lpt\d)(\..*)?", re.I)
+_EXAMPLES = {"session id": "run-2024-06-01", "checkpoint id": "batch-0042",
+             "tool name": "csv-profile"}
+
+
+class CorruptSessionError(ValueError):
+    """A session file exists but is not one this module wrote. ``path`` is
+    the file; the message says why and how to fix it."""
+
+    def __init__(self, path, tool, session, reason):
+        self.path = path
+        super().__init__(
+            f"Session file {path} is not a valid ACOR session file "
+            f"({reason}). Delete it, or run `acor sessions --clear {session} "
+            f"--tool {tool}`, then run the tool again.")
+
+
+def _validate(value, what):
+    """``value`` if it is a safe file name stem, else ValueError naming the
+    rule it breaks and a valid example. Checked before any path is built."""
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+    problem = None
+    if not value:
+        problem = "it is empty"
+    elif len(value) > 128:
+        problem = f"it is {len(value)} characters long (at most 128)"
+    elif _BAD.search(value):  # '/', '\\', NUL, spaces, non-ASCII, ...
+        problem = f"it contains {_BAD.search(value).group()!r}"
+    elif not _ID.fullmatch(value):  # '.', '-' or '_' first
+        problem = f"it starts with {value[0]!r}"
+    elif ".." in value:
+        problem = "it contains '..'"
+    elif value.endswith("."):
+        problem = "it ends with '.'"  # Windows drops it: "a." is "a"
+    elif _RESERVED.fullmatch(value):
+        problem = "it is a reserved device name on Windows"
+    if problem:
+        raise ValueError(
+            f"{what} {value!r} is not allowed: {problem}. Use 1-128 ASCII "
+            f"letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit, without '..'; for example {_EXAMPLES[what]!r}.")
+    return value
+
+
+def validate_session_id(value):
+    """The session id, or ValueError (TypeError if not a string)."""
+    return _validate(value, "session id")
+
+
+def validate_checkpoint_id(value):
+    """The checkpoint id, or ValueError (TypeError if not a string)."""
+    return _validate(value, "checkpoint id")
+
+
+def validate_tool_name(value):
+    """The tool name, or ValueError (TypeError if not a string)."""
+    return _validate(value, "tool name")
+
+
+def state_dir_from_env():
+    """``$ACOR_STATE_DIR`` (the launcher sets it from the config's
+    ``state_dir``), else ``.acor/state`` under the current directory."""
+    return os.path.abspath(os.environ.get("ACOR_STATE_DIR")
+                           or os.path.join(".acor", "state"))
+
+
+def _check_json(value, where="state", active=None):
+    """TypeError naming the type and where it is, unless ``value`` survives a
+    JSON round trip as itself (tuples come back as lists)."""
+    active = set() if active is None else active
+    if value is None or isinstance(value, (str, bool, int)):
+        return
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError(f"{where} is {value}, which JSON cannot hold")
+        return
+    if not isinstance(value, (dict, list, tuple)):
+        raise TypeError(f"{where} is a {type(value).__name__}; checkpoint "
+                        f"state must be JSON: dict with str keys, list, str, "
+                        f"int, float, bool or None")
+    if id(value) in active:
+        raise ValueError(f"{where} contains itself (a circular reference)")
+    active.add(id(value))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                # json would turn 1 into "1": the state would not come back.
+                raise TypeError(f"{where} has the key {key!r} of type "
+                                f"{type(key).__name__}; JSON keys must be str")
+            _check_json(item, f"{where}[{key!r}]", active)
+    else:
+        for i, item in enumerate(value):
+            _check_json(item, f"{where}[{i}]", active)
+    active.discard(id(value))
+
+
+def _fsync_dir(path):
+    if os.name == "posix":  # Windows cannot open a directory to fsync it
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class SessionStore:
+    """The sessions of one tool under ``state_dir``. Reads need no lock
+    (files are replaced atomically); ``save`` and ``clear`` take one."""
+
+    def __init__(self, state_dir, tool, keep=KEEP, lock_timeout=30.0):
+        self.tool = validate_tool_name(tool)
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
+            raise ValueError(f"keep must be a positive int, not {keep!r}")
+        self.keep = keep
+        self.lock_timeout = lock_timeout
+        self.folder = os.path.join(os.fspath(state_dir), self.tool)
+
+    def path(self, session_id):
+        return os.path.join(self.folder,
+                            validate_session_id(session_id) + ".json")
+
+    def _read(self, session_id):
+        """The parsed file, None if absent, else CorruptSessionError."""
+        path = self.path(session_id)
+        try:
+            with open(path, "rb") as f:
+                raw = f.read()
+        except FileNotFoundError:
+            return None
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:  # bad UTF-8 or JSON
+            raise CorruptSessionError(path, self.tool, session_id,
+                                      f"not JSON: {exc}") from None
+        reason = _format_problem(data)
+        if reason:
+            raise CorruptSessionError(path, self.tool, session_id, reason)
+        return data
+
+    def latest(self, session_id):
+        """The newest :class:`SavedCheckpoint`, or None if there is none."""
+        return _newest(self._read(session_id))
+
+    def save(self, session_id, checkpoint_id, state):
+        """Add ``state`` as the newest checkpoint of the session. Ids and
+        state are checked before anything is created on disk."""
+        validate_session_id(session_id)
+        validate_checkpoint_id(checkpoint_id)
+        _check_json(state)
+        os.makedirs(self.folder, exist_ok=True)
+        with self._lock(session_id):
+            data = self._read(session_id) or {"checkpoints": {}, "seq": 0}
+            seq = max([data["seq"]] + [e["seq"] for e in
+                                       data["checkpoints"].values()]) + 1
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            entries = sorted(data["checkpoints"].items(),
+                             key=lambda item: item[1]["seq"])
+            entries = [e for e in entries if e[0] != checkpoint_id]
+            entries.append((checkpoint_id, {"seq": seq, "time": stamp,
+                                            "state": state}))
+            self._replace(session_id, {
+                "format": FORMAT, "tool": self.tool, "session": session_id,
+                "seq": seq, "checkpoints": dict(entries[-self.keep:])})
+
+    def clear(self, session_id):
+        """Delete the session (even a corrupt one). True if it existed."""
+        path = self.path(session_id)
+        if not os.path.isdir(self.folder):
+            return False
+        # The lock file stays: deleting it while another process waits on it
+        # would let that process and a newcomer hold "the" lock at once.
+        with self._lock(session_id):
+            self._remove_temps(session_id)
+            try:
+                os.remove(path)
+            except FileNotFoundError:
+                return False
+            _fsync_dir(self.folder)
+            return True
+
+    def list_sessions(self):
+        """:class:`SessionSummary` of each session of this tool."""
+        return list_sessions(os.path.dirname(self.folder), self.tool)
+
+    def _lock(self, session_id):
+        try:
+            import filelock  # a runtime dependency, but only writers pay
+        except ImportError:
+            raise ImportError("saving sessions needs filelock: "
+                              "pip install filelock") from None
+        path = os.path.join(self.folder, f".{session_id}.lock")
+        lock = filelock.FileLock(path, timeout=self.lock_timeout)
+        try:
+            # Poll often: saves take milliseconds, the default 50 ms poll
+            # would make each waiter sleep far longer than the holder works.
+            # The result is a context manager that releases the lock.
+            return lock.acquire(poll_interval=0.005)
+        except filelock.Timeout:
+            raise TimeoutError(
+                f"session {session_id!r} of {self.tool} stayed locked for "
+                f"{self.lock_timeout:g} s ({path}); another process is "
+                f"saving to it. Wait for it, or stop it.") from None
+
+    def _remove_temps(self, session_id):
+        # Under the lock any temp file of this session is a dead writer's.
+        for name in os.listdir(self.folder):
+            if name.startswith(".") and name.endswith(".tmp") and \
+                    name[1:-4].rpartition(".")[0] == session_id:
+                try:
+                    os.remove(os.path.join(self.folder, name))
+                except OSError:
+                    pass
+
+    def _replace(self, session_id, data):
+        """Write a temp file beside the target, fsync, rename over it."""
+        self._remove_temps(session_id)
+        blob = json.dumps(data, ensure_ascii=False, allow_nan=False,
+                          separators=(",", ":")).encode("utf-8")
+        tmp = os.path.join(self.folder,
+                           f".{session_id}.{os.urandom(6).hex()}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path(session_id))
+        except BaseException:
+            try:
+                os.remove(tmp)
+            except OSError:
+                pass
+            raise
+        _fsync_dir(self.folder)  # make the rename itself durable
+
+
+def _newest(data):
+    if not data or not data["checkpoints"]:
+        return None
+    cid, entry = max(data["checkpoints"].items(),
+                     key=lambda item: item[1]["seq"])
+    return SavedCheckpoint(cid, entry["state"], entry["time"], entry["seq"])
+
+
+def _format_problem(data):
+    """Why ``data`` is not a session file, or None if it is one."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return f"no \"format\": \"{FORMAT}\" object"
+    if not isinstance(data.get("seq"), int) or \
+            not isinstance(data.get("checkpoints"), dict):
+        return "\"seq\" must be an int and \"checkpoints\" an object"
+    for cid, entry in data["checkpoints"].items():
+        if not (isinstance(entry, dict) and "state" in entry and
+                isinstance(entry.get("seq"), int) and
+                isinstance(entry.get("time"), str)):
+            return f"checkpoint {cid!r} lacks an int seq, a time or a state"
+    return None
+
+
+def list_sessions(state_dir, tool=None):
+    """:class:`SessionSummary` of every session under ``state_dir`` (of one
+    tool if given), sorted by tool then session. A corrupt file is listed
+    with ``error`` set instead of raising, so one bad file hides nothing."""
+    tools = [validate_tool_name(tool)] if tool else sorted(
+        os.listdir(state_dir) if os.path.isdir(state_dir) else [])
+    found = []
+    for name in tools:
+        folder = os.path.join(state_dir, name)
+        if not _ID.fullmatch(name) or not os.path.isdir(folder):
+            continue  # not a folder this module made
+        store = SessionStore(state_dir, name)
+        for file in sorted(os.listdir(folder)):
+            session = file[:-5]
+            if not file.endswith(".json") or not _ID.fullmatch(session):
+                continue  # temp and lock files start with "."
+            try:
+                data = store._read(session)
+            except CorruptSessionError as exc:
+                found.append(SessionSummary(name, session, None, None, 0,
+                                            exc.path, str(exc)))
+                continue
+            except ValueError:
+                continue  # e.g. "a..b.json": not a name this module writes
+            last = _newest(data)
+            if data is not None:  # else cleared since listdir
+                found.append(SessionSummary(
+                    name, session, last and last.id, last and last.time,
+                    len(data["checkpoints"]), store.path(session), None))
+    return found

@@ -1,0 +1,116 @@
+"""``acor sessions``: list the saved sessions of every tool, or clear one.
+
+    $ acor sessions
+    TOOL         SESSION  LAST CHECKPOINT  TIME                  COUNT
+    csv-profile  run-42   batch-7          2024-06-01T12:00:00Z  3
+    $ acor sessions --json          # {"state_dir": ..., "sessions": [...]}
+    $ acor sessions --clear run-42 --tool csv-profile
+
+Sessions live where tools write them (see :mod:`acor.sessions`): the
+config's ``state_dir``, passed in ``ctx.obj["state_dir"]`` by the launcher,
+else ``$ACOR_STATE_DIR``, else ``.acor/state``. Mistakes (bad id, unknown or
+ambiguous session) are reported in ACOR form with exit code 2.
+"""
+
+import json
+import os
+
+import click
+
+from acor import exitcodes
+from acor.events import Error
+from acor.sessions import (SessionStore, list_sessions, state_dir_from_env,
+                           validate_session_id, validate_tool_name)
+
+_LIST_HINT = "Run `acor sessions` to see the saved sessions."
+
+
+def _fail(ctx, fmt, title, code, recovery, details=None,
+          exit_code=exitcodes.USAGE):
+    from .main import emit_failure  # imported late: main is the hot path
+    emit_failure(Error(title, code, details, recovery), fmt)
+    ctx.exit(exit_code)
+
+
+def _tools_with(state_dir, session_id):
+    """The tools that have a file for ``session_id`` (valid or corrupt)."""
+    names = sorted(os.listdir(state_dir)) if os.path.isdir(state_dir) else []
+    found = []
+    for name in names:
+        try:
+            if os.path.isfile(SessionStore(state_dir, name).path(session_id)):
+                found.append(name)
+        except ValueError:
+            pass  # a folder whose name no tool could have: not ours
+    return found
+
+
+@click.command("sessions")
+@click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
+@click.option("--clear", "clear_id", metavar="ID",
+              help="Delete the session ID and all its checkpoints.")
+@click.option("--tool", metavar="NAME",
+              help="Only this tool's sessions (needed by --clear when "
+                   "several tools have a session with that id).")
+@click.pass_context
+def sessions(ctx, as_json, clear_id, tool):
+    """List saved sessions (tool, session, last checkpoint, time, count),
+    or delete one with --clear ID."""
+    obj = ctx.obj if isinstance(ctx.obj, dict) else {}
+    state_dir = obj.get("state_dir") or state_dir_from_env()
+    fmt = "json" if as_json else obj.get("format")
+    try:
+        if tool is not None:
+            validate_tool_name(tool)
+        if clear_id is not None:
+            validate_session_id(clear_id)
+    except ValueError as exc:
+        _fail(ctx, fmt, str(exc), "E_USAGE", _LIST_HINT)
+    if clear_id is None:
+        _list(state_dir, tool, as_json)
+        return
+    tools = [tool] if tool else _tools_with(state_dir, clear_id)
+    if len(tools) > 1:
+        _fail(ctx, fmt, f"Session '{clear_id}' exists for several tools: "
+              f"{', '.join(tools)}", "E_AMBIGUOUS_SESSION",
+              f"Name the tool: `acor sessions --clear {clear_id} "
+              f"--tool {tools[0]}`.")
+    try:
+        store = SessionStore(state_dir, tools[0]) if tools else None
+        cleared = store is not None and store.clear(clear_id)
+    except TimeoutError as exc:
+        _fail(ctx, fmt, f"Session '{clear_id}' is locked", "E_SESSION_LOCKED",
+              "Wait for the tool that is saving it to finish, then retry.",
+              str(exc), exitcodes.FAILED)
+    if not cleared:
+        where = f" for tool '{tool}'" if tool else ""
+        _fail(ctx, fmt, f"No session '{clear_id}'{where}",
+              "E_UNKNOWN_SESSION", _LIST_HINT, f"state dir: {state_dir}")
+    path = store.path(clear_id)
+    if as_json:
+        click.echo(json.dumps({"cleared": {"tool": store.tool,
+                                           "session": clear_id,
+                                           "path": path}}))
+    else:
+        click.echo(f"Cleared session '{clear_id}' of {store.tool} ({path}).")
+
+
+def _list(state_dir, tool, as_json):
+    found = list_sessions(state_dir, tool)
+    if as_json:
+        click.echo(json.dumps({"state_dir": state_dir, "sessions":
+                               [s._asdict() for s in found]}, indent=2))
+        return
+    if not found:
+        click.echo(f"No sessions in {state_dir}.")
+        return
+    rows = [("TOOL", "SESSION", "LAST CHECKPOINT", "TIME", "COUNT")] + [
+        (s.tool, s.session, s.checkpoint or "-", s.time or "-",
+         str(s.checkpoints)) for s in found if not s.error]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    for row in rows:
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths))
+                   + "  " + row[4])
+    for s in found:
+        if s.error:
+            click.echo(f"\n{s.tool}/{s.session}: {s.error}")
