@@ -1,0 +1,344 @@
+"""The project configuration: ``.acor/config.yaml``, found like git finds
+``.git``.
+
+Every key is optional::
+
+    tools_dirs: [.acor/tools, tools, manifests]  # relative to the root
+    timeout: 120             # seconds a tool may run (number > 0)
+    idle_timeout: null       # seconds without output before it is stopped
+    format: null             # markdown | json | rich (null: by terminal)
+    progress_interval: 0.1   # coalesce piped progress faster than this
+    state_dir: .acor/state   # where tools keep state between runs
+
+The project root is the directory holding ``.acor/``; an explicit config
+file elsewhere (``--config``, ``ACOR_CONFIG``) makes its own directory the
+root. Without a config the root is the current directory.
+
+This module imports yaml only inside :func:`read_config`, which the launcher
+calls only when its cache is stale (see :mod:`cli.cache`).
+"""
+
+import math
+import os
+import stat
+
+from .cache import Record
+
+CONFIG_FILE = os.path.join(".acor", "config.yaml")
+MAX_CONFIG_BYTES = 1 << 20
+MAX_YAML_DEPTH = 16
+MAX_YAML_VALUES = 10_000
+MAX_UNKNOWN_REPORTED = 10
+DEFAULT_TOOLS_DIRS = (os.path.join(".acor", "tools"), "tools", "manifests")
+FORMATS = ("markdown", "json", "rich")
+# key -> (default, an example value for messages)
+KEYS = {
+    "tools_dirs": (None, "[.acor/tools, tools]"),
+    "timeout": (120, "120"),
+    "idle_timeout": (None, "30"),
+    "format": (None, "markdown"),
+    "progress_interval": (0.1, "0.1"),
+    "state_dir": (os.path.join(".acor", "state"), ".acor/state"),
+}
+
+
+class ConfigError(Exception):
+    """A configuration acor cannot use.
+
+    ``path`` is the file (None if there is none), ``line`` its 1-based line
+    when known, ``reason`` what is wrong (a phrase, no final period) and
+    ``recovery`` the exact next step.
+    """
+
+    def __init__(self, path, reason, recovery, line=None):
+        super().__init__(reason)
+        self.path = path
+        self.line = line
+        self.reason = reason
+        self.recovery = recovery
+
+    def __str__(self):
+        where = self.path or "acor configuration"
+        if self.line:
+            where += f", line {self.line}"
+        return f"{where}: {self.reason}. Next step: {self.recovery}"
+
+
+class Config(Record):
+    """The effective configuration; every path in it is absolute."""
+
+    __slots__ = ("path", "root", "tools_dirs", "timeout", "idle_timeout",
+                 "format", "progress_interval", "state_dir", "warnings")
+
+
+def find_config(cwd, explicit=None):
+    """The config file to use, or None for the defaults.
+
+    ``explicit`` (``--config``), else ``$ACOR_CONFIG``, wins and must exist
+    (relative to ``cwd``); otherwise ``.acor/config.yaml`` is looked for in
+    ``cwd`` and each parent in turn.
+    """
+    explicit = explicit or os.environ.get("ACOR_CONFIG") or None
+    if explicit:
+        path = os.path.abspath(os.path.join(cwd, os.path.expanduser(explicit)))
+        if not os.path.isfile(path):
+            what = "is not a file" if os.path.exists(path) else \
+                "does not exist"
+            raise ConfigError(
+                path, f"the config file given with --config or ACOR_CONFIG "
+                f"{what}",
+                f"Fix the path (relative paths start from {cwd}), or drop "
+                "--config and unset ACOR_CONFIG to use the nearest "
+                ".acor/config.yaml.")
+        return path
+    directory = os.path.abspath(cwd)
+    while True:
+        candidate = os.path.join(directory, CONFIG_FILE)
+        if os.path.isfile(candidate):
+            return candidate
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def config_root(path, cwd):
+    """The project root for config file ``path`` (None: no config)."""
+    if path is None:
+        return os.path.abspath(cwd)
+    folder = os.path.dirname(path)
+    if os.path.basename(folder) == ".acor":
+        return os.path.dirname(folder)
+    return folder
+
+
+def load_config(cwd=None, explicit=None):
+    """Find and read the configuration for ``cwd`` (default: the current
+    directory). Raises :class:`ConfigError`."""
+    cwd = os.path.abspath(cwd or os.getcwd())
+    return read_config(find_config(cwd, explicit), cwd)
+
+
+def read_config(path, cwd):
+    """Parse and check config file ``path`` (None: defaults for ``cwd``)."""
+    root = config_root(path, cwd)
+    warnings = []
+    data, lines = ({}, {}) if path is None else _parse(path, warnings)
+    if data is None:  # an empty file
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            path, f"the top level must be a mapping of keys, not "
+            f"{_describe(data)}", "Write one `key: value` per line, for "
+            "example `timeout: 120`.", line=1)
+    unknown = [key for key in data if key not in KEYS]
+    for key in unknown[:MAX_UNKNOWN_REPORTED]:
+        warnings.append(f"{_at(path, lines, str(key))}: unknown key {key!r} "
+                        f"is ignored{_did_you_mean(key, KEYS)}")
+    if len(unknown) > MAX_UNKNOWN_REPORTED:
+        warnings.append(f"{path}: {len(unknown) - MAX_UNKNOWN_REPORTED} more "
+                        "unknown keys are ignored")
+    values = {key: default if data.get(key) is None else data[key]
+              for key, (default, _) in KEYS.items()}
+
+    def wrong(key, expected, found, item=None):
+        label = repr(key) + ("" if item is None else f" item {item + 1}")
+        raise ConfigError(
+            path, f"{label} must be {expected}, not {_describe(found)}",
+            f"Fix it in {path}: for example `{key}: {KEYS[key][1]}`.",
+            line=lines.get(key))
+
+    for key in ("timeout", "idle_timeout"):
+        if values[key] is not None and not _number(values[key], 0, False):
+            wrong(key, "a number of seconds above 0", values[key])
+    if not _number(values["progress_interval"], 0, True):
+        wrong("progress_interval", "a number of seconds, 0 or more",
+              values["progress_interval"])
+    if values["format"] is not None and values["format"] not in FORMATS:
+        wrong("format", "one of markdown, json, rich (or null)",
+              values["format"])
+    if not _path(values["state_dir"]):
+        wrong("state_dir", "a directory path", values["state_dir"])
+    dirs = values["tools_dirs"]
+    configured = dirs is not None
+    if not configured:
+        dirs = DEFAULT_TOOLS_DIRS
+    elif not isinstance(dirs, list):
+        wrong("tools_dirs", "a list of directory paths", dirs)
+    for i, item in enumerate(dirs):
+        if not _path(item):
+            wrong("tools_dirs", "a directory path", item, i)
+    return Config(
+        path=path, root=root,
+        tools_dirs=_tools_dirs(dirs, root, path if configured else None,
+                               lines, warnings),
+        timeout=values["timeout"], idle_timeout=values["idle_timeout"],
+        format=values["format"], progress_interval=values["progress_interval"],
+        state_dir=_absolute(values["state_dir"], root), warnings=warnings)
+
+
+def _tools_dirs(items, root, path, lines, warnings):
+    """Absolute tools dirs, first wins; duplicates dropped, missing ones
+    kept (so creating one later invalidates the cache). ``path`` is the
+    config file that names them (None: defaults, whose absence is normal
+    and not reported)."""
+    result, seen, problems = [], set(), []
+    if not items:
+        problems.append("tools_dirs is empty, so no tools will be found")
+    for item in items:
+        folder = _absolute(item, root)
+        real = os.path.realpath(folder)
+        if real in seen:
+            problems.append(f"tools dir {item!r} is listed twice (or is a "
+                            "link to another); the first is used")
+            continue
+        seen.add(real)
+        result.append(folder)
+        if not os.path.isdir(folder):
+            problems.append(f"tools dir {item!r} ({folder}) does not exist: "
+                            "create it or remove it from tools_dirs")
+    if path is not None:
+        where = _at(path, lines, "tools_dirs")
+        warnings.extend(f"{where}: {problem}" for problem in problems)
+    return result
+
+
+def _parse(path, warnings):
+    """(data, {top-level key: line}) from YAML file ``path``."""
+    try:
+        # O_NONBLOCK: opening a FIFO must fail the checks below, not hang.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with open(fd, "rb") as f:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise ConfigError(path, "it is not a regular file",
+                                  "Point --config at a YAML file.")
+            raw = f.read(MAX_CONFIG_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(path, f"cannot read it: {exc.strerror}",
+                          f"Check that you may read it: `ls -l {path}`.") \
+            from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise ConfigError(path, "it is larger than 1 MiB, too large for a "
+                          "config file", "Keep only acor settings in it (a "
+                          "few lines: see `acor doctor`).")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(path, "it is not UTF-8 text", "Save it as UTF-8.",
+                          line=raw[:exc.start].count(b"\n") + 1) from None
+    import yaml
+    # libyaml when present: the pure-Python parser manages ~50 KB/s.
+    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        _precheck(yaml, loader_class, text, path)
+        loader = loader_class(text)
+        try:
+            node = loader.get_single_node()
+            data = None if node is None else loader.construct_document(node)
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        context = f" ({exc.context})" if exc.context else ""
+        line = mark.line + 1 if mark else None
+        raise ConfigError(
+            path, f"invalid YAML: {exc.problem}{context}",
+            f"Fix the YAML{f' at line {line}' if line else ''} (check the "
+            "indentation; quote values containing ': ' or ' #'), then rerun.",
+            line=line) from None
+    except yaml.reader.ReaderError as exc:
+        raise ConfigError(path, f"it contains the control character "
+                          f"U+{exc.character:04X}, which YAML does not allow",
+                          "Delete it (an editor showing invisible characters "
+                          "helps).", line=text.count("\n", 0, exc.position)
+                          + 1) from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(path, f"invalid YAML: {exc}",
+                          "Fix the YAML, then rerun.") from None
+    lines = {}
+    if isinstance(node, yaml.MappingNode):
+        for key, _ in node.value:
+            if isinstance(key, yaml.ScalarNode):
+                line = key.start_mark.line + 1
+                if key.value in lines:
+                    warnings.append(
+                        f"{path}, line {line}: key {key.value!r} is repeated "
+                        f"(first on line {lines[key.value]}); the last wins")
+                lines[key.value] = line
+    return data, lines
+
+
+def _precheck(yaml, loader_class, text, path):
+    """Refuse, from the event stream and before building anything, what
+    only an attack needs: aliases (nested aliases turn 1 KB into billions
+    of elements: "billion laughs"), deep nesting (PyYAML's parser is
+    quadratic in it, and its composer recursive) and thousands of values.
+    A config is a flat mapping holding a list or two."""
+    depth = count = 0
+    for event in yaml.parse(text, Loader=loader_class):
+        count += 1
+        line = event.start_mark.line + 1
+        if isinstance(event, yaml.AliasEvent):
+            raise ConfigError(
+                path, f"YAML alias *{event.anchor} is not allowed in an acor "
+                "config", "Write the value out in full; anchors and aliases "
+                "(&name, *name) are not accepted.", line=line)
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        if depth > MAX_YAML_DEPTH or count > MAX_YAML_VALUES:
+            what = f"is nested more than {MAX_YAML_DEPTH} levels deep" if \
+                depth > MAX_YAML_DEPTH else \
+                f"has more than {MAX_YAML_VALUES} YAML values"
+            raise ConfigError(path, f"it {what}, which no acor config "
+                              "needs", "Keep it to a flat mapping of acor "
+                              "settings: `acor doctor` shows them.",
+                              line=line)
+
+
+def _number(value, minimum, inclusive):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not math.isfinite(value):
+        return False
+    return value >= minimum if inclusive else value > minimum
+
+
+def _path(value):
+    # A NUL byte fits in a YAML string ("\0") but in no filesystem path.
+    return isinstance(value, str) and value != "" and "\0" not in value
+
+
+def _absolute(path, root):
+    return os.path.normpath(os.path.join(root, os.path.expanduser(path)))
+
+
+def _at(path, lines, key):
+    line = lines.get(key)
+    return f"{path}, line {line}" if line else str(path)
+
+
+def _did_you_mean(key, known):
+    import difflib  # cold path only: a config is being parsed
+    match = difflib.get_close_matches(str(key), list(known), n=1)
+    return f" (did you mean {match[0]!r}?)" if match else \
+        f" (known keys: {', '.join(known)})"
+
+
+def _describe(value):
+    """How a parsed YAML/JSON value reads in an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"the string {shown!r}"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    return f"a {type(value).__name__}"
