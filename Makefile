@@ -21,7 +21,9 @@ $(TSTAMP): $(STAMP)
 	touch $@
 
 demo: $(STAMP)
-	@bash bench/../tools/demo.sh $(BIN)
+	$(BIN)/acor list
+	$(BIN)/acor hello agent
+	$(BIN)/acor csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out
 
 test: $(TSTAMP)
 	$(BIN)/python -m pytest

@@ -1,0 +1,1 @@
+"""The acor launcher: discover tools, run them, relay ACOR to the agent."""

@@ -1,0 +1,173 @@
+"""Read and parse: a tool's stdout bytes into events, in bounded memory.
+
+Two stages, both fed as data arrives:
+
+- :class:`LineReader` cuts bytes into blocks of complete lines and decodes
+  them (invalid UTF-8 is replaced, never fatal). A line longer than
+  ``max_line`` bytes is cut: its head is kept, the rest counted and hashed,
+  and a truncation note takes its place, so a 300 MiB line costs 1 MiB.
+- :class:`StreamDecoder` splits those blocks into raw text and framed
+  sections (see :mod:`acor.framing`). It works on whole blocks with
+  ``str.find`` rather than line by line, because raw floods are the common
+  heavy case and a Python loop per line would dominate the relay's cost.
+"""
+
+from acor import grammar
+from acor.events import Text
+from acor.framing import HEARTBEAT, truncation_note
+
+MAX_LINE = 1 << 20          # bytes of one line kept before truncating
+MAX_SECTION = 16 << 20      # characters of one section kept
+
+
+class LineReader:
+    """Bytes in, decoded blocks of complete lines out (no final newline)."""
+
+    def __init__(self, max_line=MAX_LINE):
+        self._max = max_line
+        self._buf = bytearray()
+        self._dropping = None  # [bytes dropped, sha256] inside a long line
+
+    def feed(self, data):
+        blocks = []
+        if self._dropping is not None:
+            eol = data.find(b"\n")
+            if eol < 0:
+                self._drop(data)
+                return blocks
+            self._drop(data[:eol])
+            blocks.append(self._end_drop())
+            data = data[eol + 1:]
+        self._buf += data
+        last = self._buf.rfind(b"\n")
+        if last >= 0:
+            blocks.append(self._buf[:last].decode("utf-8", "replace"))
+            del self._buf[:last + 1]
+        if len(self._buf) > self._max:
+            # A line with no end in sight: keep its head, hash the rest.
+            import hashlib
+            self._dropping = [0, hashlib.sha256()]
+            head = bytes(self._buf[:self._max])
+            self._drop(bytes(self._buf[self._max:]))
+            self._buf.clear()
+            blocks.append(head.decode("utf-8", "replace"))
+        return blocks
+
+    def close(self):
+        if self._dropping is not None:
+            return [self._end_drop()]
+        if self._buf:
+            text = self._buf.decode("utf-8", "replace")
+            self._buf.clear()
+            return [text]
+        return []
+
+    def _drop(self, data):
+        self._dropping[0] += len(data)
+        self._dropping[1].update(data)
+
+    def _end_drop(self):
+        count, digest = self._dropping
+        self._dropping = None
+        return truncation_note(count, digest.hexdigest())
+
+
+class StreamDecoder:
+    """Blocks of complete lines in; :class:`~acor.events.Text`, section
+    events and :data:`~acor.framing.HEARTBEAT` out.
+
+    Only sections marked with this run's token are sections; every other
+    line is text. A section cut off by the end of the stream is returned as
+    text by :meth:`close`, so nothing the tool wrote is lost.
+    """
+
+    def __init__(self, token, max_section=MAX_SECTION):
+        self._mark = "\x1eacor:" + token + "\x1e"
+        self._end = self._mark + "end"
+        self._max = max_section
+        self._heading = None
+        self._parts = []
+        self._size = 0
+        self._dropped = None
+
+    @property
+    def in_section(self):
+        return self._heading is not None
+
+    def feed(self, block):
+        events = []
+        pos, size = 0, len(block)
+        while pos <= size:
+            if self._heading is not None:
+                pos = self._section_part(block, pos, events)
+                continue
+            at = block.find(self._mark, pos)
+            if at < 0:
+                events.append(Text(block[pos:]))
+                break
+            if at > pos:  # raw text before the mark; a partial line too
+                before = block[pos:at]
+                events.append(Text(before[:-1] if before.endswith("\n")
+                                   else before))
+            eol = block.find("\n", at)
+            eol = size if eol < 0 else eol
+            rest = block[at + len(self._mark):eol]
+            if rest == "heartbeat":
+                events.append(HEARTBEAT)
+            elif rest.startswith("## "):
+                self._heading = rest[3:]
+            pos = eol + 1
+        return events
+
+    def _section_part(self, block, pos, events):
+        """Collect section text up to its end mark; returns the new pos."""
+        if block.startswith(self._end, pos):
+            end = pos
+        else:
+            end = block.find("\n" + self._end, pos)
+            end = -1 if end < 0 else end + 1
+        if end < 0:
+            self._collect(block[pos:] + "\n")
+            return len(block) + 1
+        self._collect(block[pos:end])
+        events.append(self._finish())
+        eol = block.find("\n", end)
+        return len(block) + 1 if eol < 0 else eol + 1
+
+    def close(self):
+        if self._heading is None:
+            return []
+        text = "## " + self._heading + "\n" + "".join(self._parts).rstrip("\n")
+        self._reset()
+        return [Text(text)]
+
+    def _collect(self, text):
+        if self._dropped is None and self._size + len(text) <= self._max:
+            self._parts.append(text)
+            self._size += len(text)
+            return
+        if self._dropped is None:
+            import hashlib
+            self._dropped = [0, hashlib.sha256()]
+        data = text.encode("utf-8", "surrogatepass")
+        self._dropped[0] += len(data)
+        self._dropped[1].update(data)
+
+    def _finish(self):
+        heading, body, dropped = self._heading, "".join(self._parts), \
+            self._dropped
+        self._reset()
+        if dropped is not None:
+            note = truncation_note(dropped[0], dropped[1].hexdigest())
+            return Text("## " + heading + "\n" + body + note)
+        # The body ends with the section's blank line, then the newline
+        # before the end mark: drop both to get the body proper.
+        if body.endswith("\n\n"):
+            body = body[:-2]
+        elif body.endswith("\n"):
+            body = body[:-1]
+        return grammar.parse_section(heading, body)
+
+    def _reset(self):
+        self._heading, self._parts, self._size, self._dropped = \
+            None, [], 0, None
