@@ -34,11 +34,14 @@ from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
 # character or the framing mark. Risky lines get one backslash in front of
 # that first character: CommonMark shows `\#` as `#`, so people read the
 # text as written, and the parser removes exactly that one backslash.
+# `<pre` and its kin are risky whatever follows them: CommonMark wants a
+# space, tab or `>`, but markdown-it and others accept any Unicode space
+# (`<pre\v`, `<pre\u2028`), and one escape too many costs nothing.
 _RISKY = (r"[ \t\f\v]*(?="
           r"\#{1,6}(?:[ \t]|$)"
           r"|=+[ \t]*$|-+[ \t]*$"
           r"|`{3}|~{3}"
-          r"|<(?i:script|pre|style|textarea)(?:[ \t>]|$)|<[!?]"
+          r"|<(?i:script|pre|style|textarea)|<[!?]"
           r"|\\|\x1e)")
 _ESCAPE_LINES = re.compile(r"^(" + _RISKY + r")", re.M)
 _UNESCAPE_LINES = re.compile(r"^([ \t\f\v]*)\\", re.M)
@@ -63,17 +66,16 @@ def unescape_text(text):
 
 _INLINE_UNESCAPE = re.compile(r"\\([\\n#])")
 _INLINE_MAP = {"\\": "\\", "n": "\n", "#": "#"}
+_CLOSING_HASHES = re.compile(r"#+[ \t]*\Z")
 
 
 def escape_inline(text):
     """Escape text that must stay on the heading line: a backslash doubles,
-    a line break becomes ``\\n`` and a trailing run of ``#`` (which CommonMark
-    would strip as a closing sequence) gets a backslash."""
+    a line break becomes ``\\n`` and a trailing run of ``#``, alone or
+    followed by spaces and tabs (which CommonMark would strip as a closing
+    sequence), gets a backslash."""
     text = fold_newlines(text).replace("\\", "\\\\").replace("\n", "\\n")
-    if text.endswith("#"):
-        stripped = text.rstrip("#")
-        text = stripped + "\\" + text[len(stripped):]
-    return text
+    return _CLOSING_HASHES.sub(r"\\\g<0>", text)
 
 
 def unescape_inline(text):
@@ -90,8 +92,17 @@ def _indent_continuation(lines):
 
 
 def _item_lines(item):
-    """One ``- `` bullet whose later lines are indented under it."""
+    """One ``- `` bullet whose later lines are indented under it.
+
+    CommonMark puts the item's content where its first line starts: after
+    ``-  x`` (or ``-`` then a blank line) the two-space lines below would
+    fall out of the item, and a following bare ``-`` would underline them
+    as a heading. So a first line that starts with a blank, or is empty
+    with more lines to come, gets a backslash in front (removed on parsing
+    like every escape), which keeps the content at column 2."""
     first, *rest = escape_text(item).split("\n")
+    if first[:1] in (" ", "\t") or (rest and not first):
+        first = "\\" + unescape_text(first)
     head = "- " + first if first else "-"
     return [head] + _indent_continuation(rest)
 
@@ -243,8 +254,8 @@ _KINDS = ("Output Files", "Output Data", "Output", "Status", "Progress",
           "Error", "Input Needed", "AI Directive", "Suggestions",
           "Session Checkpoint", "Session")
 _KIND = re.compile(r"(" + "|".join(_KINDS) + r")(?:: (.*))?$")
-_STATE = re.compile(r"[A-Za-z][A-Za-z0-9_ -]{0,63}$")
-_CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}$")
+_STATE = re.compile(r"[A-Za-z][A-Za-z0-9_ -]{0,63}\Z")
+_CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")
 
 
 def is_state_word(text):
@@ -365,7 +376,8 @@ def parse_section(heading, body):
             except ValueError:
                 pass  # kept as text: the format still says what it claimed
         return OutputData(fmt, data)
-    if arg is not None and kind != "Suggestions":
+    if arg is not None and kind not in ("Suggestions", "Session",
+                                        "Session Checkpoint"):
         return Unknown(heading, body, f"{kind} takes no value")
     if kind == "Output":
         return Output(text)
@@ -389,14 +401,15 @@ _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 class Parser:
     """Incremental parser for plain (unframed) ACOR Markdown.
 
-    Feed it text as it arrives; it yields each section once the next one
-    begins (a section has no end mark of its own) and the rest on close::
+    Feed it text as it arrives; it yields each section once the heading
+    line of the next one is complete (a section has no end mark of its own)
+    and the rest on close::
 
         >>> p = Parser()
         >>> p.feed("## Status: Ready\\n\\n## Progress: 5")
-        [Status(state='ready', message='')]
-        >>> p.feed("0%\\n\\n")
         []
+        >>> p.feed("0%\\n\\n")
+        [Status(state='ready', message='')]
         >>> p.close()
         [Progress(percent=50, message='')]
 

@@ -280,7 +280,8 @@ class AcorTool:
                                 f"{type(value).__name__}")
             if value < 0:
                 raise ValueError(f"progress_bar {what} must not be negative")
-        percent = 100 if total == 0 else _clamp(current * 100 / total)
+        done = min(current, total)  # past total is done; no float overflow
+        percent = 100 if total == 0 else _clamp(done * 100 / total)
         message = f"{_text(label, 'label')} ({current}/{total})".lstrip()
         return self._emit("progress", Progress(percent, message))
 
