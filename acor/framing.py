@@ -30,16 +30,41 @@ _MARK = "\x1eacor:{}\x1e"
 # idle timer and relays nothing.
 HEARTBEAT = object()
 
-_inherited = None
-
 
 def inherited_token():
     """The token the launcher passed, read once and removed from the
     environment so that programs the tool runs cannot frame sections."""
-    global _inherited
-    if _inherited is None:
-        _inherited = os.environ.pop(ENV_VAR, "")
     return _inherited or None
+
+
+def _scrub_initial_environment(token):
+    """Overwrite the token in the environment block the process started
+    with. ``os.environ.pop`` unsets the variable, but Linux still shows the
+    original block in ``/proc/<pid>/environ`` to every process of the same
+    user: a program the tool runs could read its parent's token there.
+    Best effort: nothing to do off Linux, or if the kernel refuses."""
+    try:
+        with open("/proc/self/stat", "rb") as f:
+            fields = f.read().rsplit(b")", 1)[1].split()
+        start, end = int(fields[47]), int(fields[48])  # env_start, env_end
+        with open("/proc/self/mem", "r+b", buffering=0) as mem:
+            mem.seek(start)
+            block = mem.read(end - start)
+            entry = f"{ENV_VAR}={token}".encode()
+            at = block.find(entry)
+            while at >= 0:
+                mem.seek(start + at + len(ENV_VAR) + 1)
+                mem.write(b"x" * len(token))
+                at = block.find(entry, at + 1)
+    except (OSError, ValueError, IndexError):
+        pass
+
+
+# Taken when the library is first imported (``from acor import AcorTool``),
+# before the tool has had a chance to start any program.
+_inherited = os.environ.pop(ENV_VAR, "")
+if _inherited:
+    _scrub_initial_environment(_inherited)
 
 
 def new_token():

@@ -306,8 +306,10 @@ def _number(value, minimum, inclusive):
 
 
 def _path(value):
-    # A NUL byte fits in a YAML string ("\0") but in no filesystem path.
-    return isinstance(value, str) and value != "" and "\0" not in value
+    # A NUL byte fits in a YAML string ("\0") but in no filesystem path;
+    # line breaks and other control characters would reach `acor doctor`'s
+    # output (and every message naming a manifest in that dir) as they are.
+    return isinstance(value, str) and value != "" and value.isprintable()
 
 
 def _absolute(path, root):

@@ -151,7 +151,8 @@ def scan(config, fingerprint=None):
                 spec = _load(path, name, dir_real, fp)
             except _Invalid as exc:
                 registry.skipped.append(Skipped(
-                    path=path, reason=exc.reason, recovery=exc.recovery))
+                    path=printable(path), reason=exc.reason,
+                    recovery=exc.recovery))
                 continue
             if spec is None:
                 continue
@@ -185,6 +186,13 @@ def _load(path, name, dir_real, fp):
     is_dir = st is not None and stat.S_ISDIR(st.st_mode)
     if json_file or is_dir:
         fp.add(path, st)
+        # `acor list --all` and `acor doctor` print paths: a name holding
+        # "\n## AI Directive" must not print as a heading.
+        bad = _unprintable(name)
+        if bad is not None:
+            raise _Invalid(f"its name contains {bad!r}, a control character "
+                           "or line break", "Rename it to plain printable "
+                           "characters.")
     if json_file and not is_dir:
         if st is None or not stat.S_ISREG(st.st_mode):
             return None
@@ -382,6 +390,17 @@ def _check_fields(data, fields, path):
                            f"{_json_type(data[key])}",
                            f"Fix {key!r} in {path}.")
         values[key] = data[key]
+    for key, allowed in (("version", "\t"), ("description", "\t"),
+                         ("usage", "\t\n")):
+        bad = _unprintable(values.get(key, ""), allowed)
+        if bad is not None:
+            # acor list, show and help print these as they are: no line
+            # break (but in usage) can start a line that reads as a
+            # heading, no escape sequence can repaint the terminal.
+            raise _Invalid(f"field {key!r} contains {bad!r}, a control "
+                           "character" + ("" if key == "usage" else
+                                          " or line break"),
+                           f"Remove it from {key!r} in {path}.")
     if values["name"] in RESERVED:
         raise _Invalid(f"the name {values['name']!r} is an acor built-in "
                        "command, so `acor " + values["name"] + "` could "
@@ -469,6 +488,23 @@ WRAPPED_FIELDS = {
     "cwd": (False, lambda v: v in ("project", "invocation"),
             '"project" or "invocation"'),
 }
+
+
+def _unprintable(text, allowed=""):
+    """The first character of ``text`` that is not printable text (a
+    control character, a line or paragraph separator, a bidi override...)
+    and not in ``allowed``; None if there is none."""
+    if text.isprintable():
+        return None
+    return next((c for c in text if not c.isprintable() and
+                 c not in allowed), None)
+
+
+def printable(text):
+    """``text`` with every unprintable character written as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def _json_type(value):

@@ -128,7 +128,7 @@ def run_named(name, args, options):
     env = {"ACOR_STATE_DIR": config.state_dir, "ACOR_TOOL": spec.name}
     return run_tool(spec, args, fmt=fmt, timeout=timeout, idle_timeout=idle,
                     progress_interval=config.progress_interval, cwd=cwd,
-                    env=env)
+                    env=env, reap_orphans=True)
 
 
 def config_error(exc):

@@ -18,6 +18,9 @@ from acor.framing import HEARTBEAT, truncation_note
 
 MAX_LINE = 1 << 20          # bytes of one line kept before truncating
 MAX_SECTION = 16 << 20      # characters of one section kept
+# Every framed line begins so (see acor.framing): the one place where a new
+# line can start inside a raw line.
+FRAME_PREFIX = b"\x1eacor:"
 
 
 class LineReader:
@@ -27,40 +30,74 @@ class LineReader:
         self._max = max_line
         self._buf = bytearray()
         self._dropping = None  # [bytes dropped, sha256] inside a long line
+        self._hold = b""       # while dropping: a tail that may begin a mark
 
     def feed(self, data):
         blocks = []
         if self._dropping is not None:
-            eol = data.find(b"\n")
-            if eol < 0:
-                self._drop(data)
-                return blocks
-            self._drop(data[:eol])
-            blocks.append(self._end_drop())
-            data = data[eol + 1:]
+            data = self._skip(self._hold + data, blocks)
         self._buf += data
         last = self._buf.rfind(b"\n")
         if last >= 0:
             blocks.append(self._buf[:last].decode("utf-8", "replace"))
             del self._buf[:last + 1]
         if len(self._buf) > self._max:
-            # A line with no end in sight: keep its head, hash the rest.
-            import hashlib
-            self._dropping = [0, hashlib.sha256()]
-            head = bytes(self._buf[:self._max])
-            self._drop(bytes(self._buf[self._max:]))
-            self._buf.clear()
-            blocks.append(head.decode("utf-8", "replace"))
+            self._cut(blocks)
         return blocks
 
     def close(self):
         if self._dropping is not None:
+            self._drop(self._hold)
+            self._hold = b""
             return [self._end_drop()]
         if self._buf:
             text = self._buf.decode("utf-8", "replace")
             self._buf.clear()
             return [text]
         return []
+
+    def _cut(self, blocks):
+        """The buffer holds one unfinished line over the limit: keep its
+        head, hash the rest. A frame mark inside it ends the raw part, as
+        :class:`StreamDecoder` would end it: raw text printed without a
+        newline must not swallow the section the library writes next."""
+        buf = self._buf
+        while len(buf) > self._max:
+            at = buf.find(FRAME_PREFIX, 1)
+            if 0 < at <= self._max:
+                blocks.append(buf[:at].decode("utf-8", "replace"))
+                del buf[:at]
+                continue
+            import hashlib  # only a runaway line pays for this import
+            self._dropping = [0, hashlib.sha256()]
+            blocks.append(bytes(buf[:self._max]).decode("utf-8", "replace"))
+            if at > 0:
+                self._drop(bytes(buf[self._max:at]))
+                blocks.append(self._end_drop())
+                del buf[:at]
+                continue
+            rest = bytes(buf[self._max:])
+            buf.clear()
+            rest = self._skip(rest, blocks)
+            buf += rest
+            if self._dropping is not None:
+                return
+
+    def _skip(self, data, blocks):
+        """Drop ``data`` up to the end of the long line (a newline, or a
+        frame mark); returns what follows it, ``b""`` if the line goes on."""
+        eol = data.find(b"\n")
+        at = data.find(FRAME_PREFIX, 0, len(data) if eol < 0 else eol)
+        if at >= 0 or eol >= 0:
+            end = at if at >= 0 else eol
+            self._drop(data[:end])
+            self._hold = b""
+            blocks.append(self._end_drop())
+            return data[end:] if at >= 0 else data[eol + 1:]
+        keep = len(FRAME_PREFIX) - 1  # may be the start of a split mark
+        self._drop(data[:-keep])
+        self._hold = data[-keep:]
+        return b""
 
     def _drop(self, data):
         self._dropping[0] += len(data)

@@ -19,10 +19,19 @@ class MarkdownSink:
 
     def __init__(self, out=None):
         self.out = out if out is not None else sys.stdout.buffer
+        self._after_text = False
 
     def emit(self, event):
-        self.out.write(grammar.render(event).encode("utf-8",
-                                                    "surrogatepass"))
+        text = grammar.render(event)
+        is_text = event.type in ("text", "unknown")
+        if self._after_text and not is_text:
+            # Raw text ends in a blank line before the next section: text
+            # like `<div>` opens an HTML block that runs to the next blank
+            # line and would swallow the heading (the Error or the final
+            # status a crash ends with included). Sections end in one.
+            text = "\n" + text
+        self._after_text = is_text
+        self.out.write(text.encode("utf-8", "surrogatepass"))
         self.out.flush()
 
     def close(self):
@@ -45,6 +54,11 @@ class JsonSink:
         record["time"] = round(time.time(), 6)
         record["tool"] = self.tool
         line = json.dumps(record, ensure_ascii=False, default=str)
+        if "\u2028" in line or "\u2029" in line or "\x85" in line:
+            # Valid JSON raw, but line breaks to str.splitlines() and to
+            # JavaScript: escaped, so one event is one line for any reader.
+            line = line.replace("\u2028", "\\u2028").replace(
+                "\u2029", "\\u2029").replace("\x85", "\\u0085")
         self.out.write(line.encode("utf-8", "surrogatepass") + b"\n")
         self.out.flush()
 
@@ -106,5 +120,9 @@ def make_sink(fmt, tool, out=None):
         return JsonSink(tool, out)
     if fmt == "rich":
         from .rich_view import RichSink  # rich costs 30 ms: only when asked
+        # A terminal that cannot show a character gets "?", not a crash
+        # (PYTHONIOENCODING=ascii, LANG=C on an old Python).
+        if hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(errors="replace")
         return RichSink(tool)
     return MarkdownSink(out)

@@ -22,8 +22,21 @@ from acor.events import Error, Status
 from .relay import LineReader, StreamDecoder
 from .render import Coalescer, make_sink
 
-KILL_GRACE = float(os.environ.get("ACOR_KILL_GRACE", "2.0"))
+
+def _env_seconds(name, default):
+    """Seconds from the environment; a value that is not a finite number
+    of 0 or more is ignored (the environment is not acor's to trust)."""
+    try:
+        value = float(os.environ.get(name, default))
+    except ValueError:
+        return default
+    return value if 0 <= value < float("inf") else default
+
+
+KILL_GRACE = _env_seconds("ACOR_KILL_GRACE", 2.0)
 DRAIN_GRACE = 0.5   # after the tool exits, how long a kept-open pipe may linger
+GATHER_BELOW = 16384  # a read smaller than this suggests more is coming
+GATHER_PAUSE = 0.0005
 STDERR_TAIL = 4096  # bytes of stderr kept for the synthesized Error
 TAIL_LINES = 20
 
@@ -101,8 +114,11 @@ class Run:
     """One run of one tool. ``run()`` returns acor's exit code."""
 
     def __init__(self, argv, protocol, sink, *, name, cwd=None, timeout=120.0,
-                 idle_timeout=None, env=None):
+                 idle_timeout=None, env=None, reap_orphans=False):
         self.argv = argv
+        # Only when acor is the whole process: it then adopts and ends
+        # every orphan of the tool (see _adopt_orphans).
+        self.reap_orphans = reap_orphans
         self.protocol = protocol
         self.sink = sink
         self.name = name
@@ -112,6 +128,7 @@ class Run:
         self.extra_env = env or {}
         self.final = None        # the tool's own ending, once relayed
         self.stopped = None      # "timeout", "idle" or "cancelled": ours
+        self.timed_out = False   # our timeout error ended the transcript
         self.kill_at = None
         self._tail = bytearray()
         self._diverted = False
@@ -130,6 +147,8 @@ class Run:
             start_new_session=True)  # its own group: signals reach all of it
 
     def run(self):
+        if self.reap_orphans:
+            self.reap_orphans = _adopt_orphans()
         try:
             self.proc = self._spawn()
         except OSError as exc:
@@ -194,7 +213,9 @@ class Run:
         exited_at = None
         self._dispatch(self.protocol.start())
         streams = 2
-        while streams:
+        # Until the tool exits, not just until its pipes close: a tool may
+        # close stdout and stderr early and go on working (timeouts apply).
+        while streams or exited_at is None:
             now = time.monotonic()
             if exited_at is None and pidfd is None and \
                     proc.poll() is not None:
@@ -225,6 +246,11 @@ class Run:
                     self.last_activity = time.monotonic()
                     for block in reader.feed(data):
                         self._dispatch(self.protocol.feed(block))
+                    if len(data) < GATHER_BELOW:
+                        # A trickle of small writes (one per section): let
+                        # the tool fill the pipe a little instead of waking
+                        # per section. Costs at most GATHER_PAUSE of latency.
+                        time.sleep(GATHER_PAUSE)
                 else:
                     self._stderr(data)
             self._dispatch(self.protocol.tick())
@@ -289,6 +315,13 @@ class Run:
             self.sink.emit(error)
             self.sink.emit(Status("failed"))
             self.final = "failed"
+            self.timed_out = True
+        else:
+            # The transcript has ended and keeps its ending (and exit code);
+            # only the process that would not exit is stopped.
+            sys.stderr.write(f"acor: {self.name} did not exit after its "
+                             f"final status: stopped ({error.code})\n")
+            sys.stderr.flush()
         self._kill_group(signal.SIGTERM)
         self.kill_at = time.monotonic() + KILL_GRACE
 
@@ -344,11 +377,13 @@ class Run:
         # Whatever the tool left in its group (a daemon, a grandchild) ends
         # with it: a run leaves no process behind.
         self._kill_group(signal.SIGKILL)
+        if self.reap_orphans:
+            _end_orphans()  # and whatever left the group with setsid()
         for stream in (proc.stdout, proc.stderr):
             stream.close()
 
     def _finish(self):
-        if self.stopped in ("timeout", "idle"):
+        if self.timed_out:
             code = exitcodes.TIMEOUT
         elif self.final is not None:
             code = FINAL_CODES.get(self.final, exitcodes.FAILED)
@@ -362,6 +397,67 @@ class Run:
                 self.sink.emit(event)
         self.sink.close()
         return code
+
+
+def _adopt_orphans():
+    """Make this process the reaper of its orphaned descendants (Linux's
+    PR_SET_CHILD_SUBREAPER). A process that leaves the tool's group with
+    setsid() (a daemon) is out of reach of killpg; once its parent exits it
+    becomes our child instead of init's, and _end_orphans ends it."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes  # ~3 ms: the price of leaving no process behind
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (ImportError, OSError, AttributeError):
+        return False
+
+
+def _end_orphans(rounds=100):
+    """SIGKILL and reap every child we have left. With the subreaper set
+    and the tool reaped, these are the tool's escaped descendants; each one
+    killed hands its own children to us, hence the rounds."""
+    for _ in range(rounds):
+        pids = _children()
+        if not pids:
+            return
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in pids:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _children():
+    pids = set()
+    try:
+        for tid in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{tid}/children") as f:
+                pids.update(int(pid) for pid in f.read().split())
+    except FileNotFoundError:  # a kernel without the children file
+        pids = _children_by_scan()
+    except (OSError, ValueError):
+        pass  # no /proc: nothing we can find
+    return pids
+
+
+def _children_by_scan():
+    me, pids = str(os.getpid()), set()
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = f.read().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        if ppid == me:
+            pids.add(int(entry))
+    return pids
 
 
 def _pidfd(pid):
@@ -386,8 +482,10 @@ def _secs(value, unit=True):
 
 
 def run_tool(spec, args, *, fmt, timeout, idle_timeout, progress_interval,
-             cwd=None, env=None, out=None):
-    """Run a discovered tool (a :class:`cli.discover.ToolSpec`)."""
+             cwd=None, env=None, out=None, reap_orphans=False):
+    """Run a discovered tool (a :class:`cli.discover.ToolSpec`).
+    ``reap_orphans``: this process is acor itself, with no other children
+    (see :func:`_adopt_orphans`)."""
     if spec.kind == "wrapped":
         from .wrap import WrappedProtocol
         protocol = WrappedProtocol(spec)
@@ -400,5 +498,6 @@ def run_tool(spec, args, *, fmt, timeout, idle_timeout, progress_interval,
     # so wrapped Python programs run in the same environment as acor.
     argv = [sys.executable if a == "{python}" else a for a in spec.argv]
     run = Run(argv + list(args), protocol, sink, name=spec.name,
-              cwd=cwd, timeout=timeout, idle_timeout=idle_timeout, env=env)
+              cwd=cwd, timeout=timeout, idle_timeout=idle_timeout, env=env,
+              reap_orphans=reap_orphans)
     return run.run()
