@@ -43,8 +43,14 @@ _RISKY = (r"[ \t\f\v]*(?="
           r"|`{3}|~{3}"
           r"|<(?i:script|pre|style|textarea)|<[!?]"
           r"|\\|\x1e)")
-_ESCAPE_LINES = re.compile(r"^(" + _RISKY + r")", re.M)
-_UNESCAPE_LINES = re.compile(r"^([ \t\f\v]*)\\", re.M)
+# Matching at every line start with ``^`` and re.M makes the regex engine try
+# every position of a megabyte of output. A line can only be risky if its
+# first non-blank character is one of these, so candidates are found with a
+# literal "\n" search (fast in C) and only they are checked in full.
+_RISKY_FIRST = frozenset(" \t\f\v#=-`~<\\\x1e")
+_CANDIDATE = re.compile(r"\n[ \t\f\v]*[#=\-`~<\\\x1e]")
+_RISKY_AT = re.compile(_RISKY, re.M)
+_ESCAPED_AT = re.compile(r"(\n[ \t\f\v]*)\\")
 _NEWLINES = re.compile(r"\r\n?")
 
 
@@ -56,12 +62,32 @@ def fold_newlines(text):
 
 def escape_text(text):
     """Escape multi-line free text so that no line of it has block meaning."""
-    return _ESCAPE_LINES.sub(r"\1\\", fold_newlines(text))
+    if "\r" in text:
+        text = fold_newlines(text)
+    if "\n" not in text:
+        if text[:1] not in _RISKY_FIRST:
+            return text
+        match = _RISKY_AT.match(text)
+        return text[:match.end()] + "\\" + text[match.end():] if match \
+            else text
+    source = "\n" + text
+    parts, last = [], 0
+    for candidate in _CANDIDATE.finditer(source):
+        match = _RISKY_AT.match(source, candidate.start() + 1)
+        if match:
+            parts += (source[last:match.end()], "\\")
+            last = match.end()
+    if not parts:
+        return text
+    parts.append(source[last:])
+    return "".join(parts)[1:]
 
 
 def unescape_text(text):
-    """Undo :func:`escape_text`."""
-    return _UNESCAPE_LINES.sub(r"\1", text) if "\\" in text else text
+    """Undo :func:`escape_text`: drop the backslash after a line's blanks."""
+    if "\\" not in text:
+        return text
+    return _ESCAPED_AT.sub(r"\1", "\n" + text)[1:]
 
 
 _INLINE_UNESCAPE = re.compile(r"\\([\\n#])")
@@ -130,29 +156,34 @@ def _section(heading, lines=()):
     return f"## {heading}\n{body}\n"
 
 
-def _message_lines(message):
-    return escape_text(message).split("\n") if message else []
+def _text_section(heading, text):
+    """A section whose body is one escaped text (the common, hot case)."""
+    if text:
+        return f"## {heading}\n{escape_text(text)}\n\n"
+    return f"## {heading}\n\n"
 
 
 def format_percent(percent):
     """``50`` for whole numbers, up to two decimals otherwise."""
+    if type(percent) is int:
+        return str(percent)
     if percent == int(percent):
         return str(int(percent))
     return f"{percent:.2f}".rstrip("0").rstrip(".")
 
 
 def _render_status(e):
-    return _section("Status: " + escape_inline(e.state.capitalize()),
-                    _message_lines(e.message))
+    heading = "Status: " + escape_inline(e.state.capitalize())
+    return _text_section(heading, e.message)
 
 
 def _render_progress(e):
-    return _section(f"Progress: {format_percent(e.percent)}%",
-                    _message_lines(e.message))
+    return _text_section(f"Progress: {format_percent(e.percent)}%",
+                         e.message)
 
 
 def _render_output(e):
-    return _section("Output", _message_lines(e.text))
+    return _text_section("Output", e.text)
 
 
 def _render_output_data(e):
@@ -198,7 +229,7 @@ def _render_error(e):
 
 
 def _render_input_needed(e):
-    return _section("Input Needed", _message_lines(e.message))
+    return _text_section("Input Needed", e.message)
 
 
 def _items(items):
@@ -395,6 +426,11 @@ def parse_section(heading, body):
     return Checkpoint(unescape_inline(arg))
 
 
+# The lines that can change the parser's state: headings, fence lines and
+# heartbeats. Everything between them is body text taken as one slice, so
+# parsing costs per section, not per line.
+_SPECIAL = re.compile(r"\n(##(?:[ \t][^\n]*)?|[ ]{0,3}(?:`{3,}|~{3,})[^\n]*"
+                      r"|<!-- acor:heartbeat -->)(?=\n)")
 _FENCE_OPEN = re.compile(r" {0,3}(`{3,}(?=[^`]*$)|~{3,})")
 
 
@@ -421,64 +457,79 @@ class Parser:
     def __init__(self):
         self._pending = ""
         self._heading = None
-        self._lines = []
-        self._fence = None
+        self._parts = []      # body text so far, whole lines with their "\n"
+        self._fence = None    # (character, length) of an open fence
 
     def feed(self, chunk):
         text = self._pending + chunk
-        if text.endswith("\r"):  # may be the first half of CRLF
-            text, self._pending = text[:-1], "\r"
-        else:
-            self._pending = ""
-        lines = fold_newlines(text).split("\n")
-        self._pending = lines.pop() + self._pending
+        if "\r" in text:
+            if text.endswith("\r"):  # may be the first half of CRLF
+                text = fold_newlines(text[:-1]) + "\r"
+            else:
+                text = fold_newlines(text)
+        end = text.rfind("\n") + 1
+        self._pending = text[end:]
         events = []
-        for line in lines:
-            self._line(line, events)
+        if end:
+            self._lines("\n" + text[:end], events)
         return events
 
     def close(self):
         events = []
-        if self._pending:
-            # An unterminated last line, or one whose CR ended the input.
-            pending, self._pending = self._pending, ""
-            self._line(pending[:-1] if pending.endswith("\r") else pending,
-                       events)
+        pending, self._pending = self._pending, ""
+        if pending.endswith("\r"):
+            pending = pending[:-1] + "\n"  # a CR that ended the input
+        elif pending:
+            pending += "\n"  # an unterminated last line
+        if pending:
+            self._lines("\n" + pending, events)
         self._flush(events)
         return events
 
-    def _line(self, line, events):
-        if self._fence is not None:
-            if self._fence.match(line):
-                self._fence = None
-            self._lines.append(line)
-            return
-        if line.startswith("##"):
-            match = HEADING.match(line)
-            if match:
+    def _lines(self, source, events):
+        """``source``: "\\n" then whole lines, each ending in "\\n"."""
+        at = 1
+        for match in _SPECIAL.finditer(source):
+            line = match.group(1)
+            start = match.start() + 1
+            if self._fence is not None:
+                if self._closes_fence(line):
+                    self._fence = None
+                continue  # part of the body: taken with the next slice
+            if line.startswith("##"):
+                self._parts.append(source[at:start])
                 self._flush(events)
-                self._heading = match.group(1) or ""
-                return
-        if line == HEARTBEAT_LINE:
-            return
-        opening = _FENCE_OPEN.match(line)
-        if opening:
-            run = opening.group(1)
-            # CommonMark: closed by a run of the same character, at least as
-            # long, with up to three spaces before it and nothing after.
-            self._fence = re.compile(r" {0,3}%s{%d,}[ \t]*$"
-                                     % (re.escape(run[0]), len(run)))
-        self._lines.append(line)
+                self._heading = line[3:] if len(line) > 2 else ""
+                at = match.end() + 1
+            elif line == HEARTBEAT_LINE:
+                self._parts.append(source[at:start])
+                at = match.end() + 1
+            else:
+                opening = _FENCE_OPEN.match(line)
+                if opening:
+                    run = opening.group(1)
+                    self._fence = (run[0], len(run))
+        self._parts.append(source[at:])
+
+    def _closes_fence(self, line):
+        # CommonMark: a run of the same character, at least as long, with up
+        # to three spaces before it and nothing but blanks after.
+        char, length = self._fence
+        run = line.lstrip(" ")
+        return (len(line) - len(run) <= 3 and run.rstrip(" \t") ==
+                char * len(run.rstrip(" \t")) and
+                len(run.rstrip(" \t")) >= length)
 
     def _flush(self, events):
-        lines, self._lines, self._fence = self._lines, [], None
+        joined, self._parts, self._fence = "".join(self._parts), [], None
+        body = joined[:-1]  # without the newline of the last line
         if self._heading is None:
-            if lines:
-                events.append(Text(unescape_text("\n".join(lines))))
+            if joined:
+                events.append(Text(unescape_text(body)))
             return
-        if lines and lines[-1] == "":
-            lines.pop()  # the blank line that ends every section
-        events.append(parse_section(self._heading, "\n".join(lines)))
+        if joined == "\n" or joined.endswith("\n\n"):
+            body = body[:-1]  # the blank line that ends every section
+        events.append(parse_section(self._heading, body))
         self._heading = None
 
 

@@ -18,11 +18,13 @@ import math
 import os
 import sys
 import threading
+import time
 
 from . import exitcodes, framing, grammar
 from .errors import AcorStateError
-from .events import (AIDirective, Error, InputNeeded, Output, OutputData,
-                     OutputFiles, Progress, Status, Suggestions)
+from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
+                     OutputData, OutputFiles, Progress, Session, Status,
+                     Suggestions)
 
 
 class ToolState(enum.Enum):
@@ -33,6 +35,13 @@ class ToolState(enum.Enum):
     CANCELLED = "cancelled"
     INPUT_NEEDED = "input_needed"
 
+
+# Under the launcher, progress is written at most this often: the launcher
+# coalesces what an agent needs far more coarsely, and one write per call
+# would cost a system call and a wake-up of the launcher for each. The
+# latest progress is never lost: it goes out before any other section,
+# at stop, or from a timer within this interval.
+PROGRESS_INTERVAL = 0.02
 
 _FINAL = (ToolState.COMPLETE, ToolState.FAILED, ToolState.CANCELLED)
 _FORMATS = ("auto", "json", "yaml", "text", "markdown")
@@ -63,6 +72,8 @@ def _text(value, what):
 def _percent(value):
     """int 0-100 or float 0.0-1.0 (a float above 1.0 is a percent),
     clamped to 0-100 and rounded to two decimals."""
+    if type(value) is int and 0 <= value <= 100:
+        return value  # the common case, checked first: progress is hot
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"progress must be an int (0-100) or a float "
                         f"(0.0-1.0), not {type(value).__name__}")
@@ -141,6 +152,11 @@ class AcorTool:
         self._state = ToolState.CREATED
         self._directives = []
         self._errored = False
+        self._session = None
+        self._store = None
+        self._held = None            # the latest progress not yet written
+        self._progress_at = float("-inf")
+        self._timer = None
 
     @property
     def state(self):
@@ -152,9 +168,45 @@ class AcorTool:
     # --- writing --------------------------------------------------------
 
     def _write(self, section):
+        if self._held is not None:
+            self._write_held()  # the last progress before any other section
         if self._token:
             section = framing.frame(section, self._token)
         self._write_raw(section)
+
+    def _write_held(self):
+        held, self._held = self._held, None
+        self._progress_at = time.monotonic()
+        self._write(grammar.render(held))
+
+    def _throttled_progress(self, event):
+        """Progress under the launcher: see PROGRESS_INTERVAL."""
+        text = grammar.render(event)
+        with self._lock:
+            self._require_running("progress")
+            now = time.monotonic()
+            if now - self._progress_at >= PROGRESS_INTERVAL:
+                self._held = None
+                self._progress_at = now
+                self._write(text)
+            else:
+                self._held = event
+                if self._timer is None:
+                    self._timer = threading.Timer(
+                        self._progress_at + PROGRESS_INTERVAL - now,
+                        self._release_held)
+                    self._timer.daemon = True
+                    self._timer.start()
+        return self
+
+    def _release_held(self):
+        with self._lock:
+            self._timer = None
+            if self._held is not None and self._state is ToolState.RUNNING:
+                try:
+                    self._write_held()
+                except (OSError, ValueError):
+                    pass  # stdout is gone; the main thread will hear of it
 
     def _write_raw(self, text):
         stream = self._stream if self._stream is not None else sys.stdout
@@ -267,8 +319,10 @@ class AcorTool:
 
     def progress(self, value, message=""):
         """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0."""
-        return self._emit("progress", Progress(_percent(value),
-                                               _text(message, "message")))
+        event = Progress(_percent(value), _text(message, "message"))
+        if self._token:
+            return self._throttled_progress(event)
+        return self._emit("progress", event)
 
     def progress_bar(self, current, total, label=""):
         """Progress from a count: ``label (current/total)`` at
@@ -283,7 +337,10 @@ class AcorTool:
         done = min(current, total)  # past total is done; no float overflow
         percent = 100 if total == 0 else _clamp(done * 100 / total)
         message = f"{_text(label, 'label')} ({current}/{total})".lstrip()
-        return self._emit("progress", Progress(percent, message))
+        event = Progress(percent, message)
+        if self._token:
+            return self._throttled_progress(event)
+        return self._emit("progress", event)
 
     def output(self, data, format="auto"):
         """A string is ``## Output``; anything else, or an explicit format,
@@ -358,6 +415,51 @@ class AcorTool:
         items = [_text(item, "suggestion") for item in items]
         title = None if title is None else _text(title, "title")
         return self._emit("suggestions", Suggestions(items, title))
+
+    # --- sessions -------------------------------------------------------
+
+    def session(self, session_id):
+        """Bind this run to a resumable session and emit ``## Session: id``.
+
+        The id travels as an argument (the CLI stays stateless); state lives
+        on disk under ``ACOR_STATE_DIR`` (default ``.acor/state``)::
+
+            tool.session(args.session)
+            last = tool.resume()            # (checkpoint_id, state) or None
+            start = last[1]["offset"] if last else 0
+        """
+        from . import sessions  # only tools that use sessions pay for it
+        sessions.validate_session_id(session_id)
+        store = sessions.SessionStore(sessions.state_dir_from_env(),
+                                      sessions.validate_tool_name(self.name))
+        self._emit("session", Session(session_id))
+        self._session, self._store = session_id, store
+        return self
+
+    def checkpoint(self, checkpoint_id, state):
+        """Save JSON-serialisable ``state`` for the session (atomically, and
+        safely against other processes), then emit
+        ``## Session Checkpoint: id``."""
+        self._require_session("checkpoint")
+        from .sessions import validate_checkpoint_id
+        validate_checkpoint_id(checkpoint_id)
+        with self._lock:
+            self._require_running("checkpoint")
+        self._store.save(self._session, checkpoint_id, state)
+        return self._emit("checkpoint", Checkpoint(checkpoint_id))
+
+    def resume(self):
+        """The session's latest checkpoint as ``(checkpoint_id, state)``, or
+        None when there is none yet (a first run)."""
+        self._require_session("resume")
+        saved = self._store.latest(self._session)
+        return None if saved is None else (saved.id, saved.state)
+
+    def _require_session(self, what):
+        if self._session is None:
+            raise AcorStateError(
+                f"Cannot {what}: tool '{self.name}' has no session. Call "
+                f"tool.session(session_id) first.")
 
     def heartbeat(self):
         """Tell the launcher the tool is alive during long silent work.
