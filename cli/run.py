@@ -201,6 +201,7 @@ class Run:
     def _loop(self):
         proc = self.proc
         sel = selectors.DefaultSelector()
+        _widen_pipe(proc.stdout.fileno())
         for stream, role in ((proc.stdout, "out"), (proc.stderr, "err")):
             os.set_blocking(stream.fileno(), False)
             sel.register(stream.fileno(), selectors.EVENT_READ, role)
@@ -467,9 +468,22 @@ def _pidfd(pid):
         return None  # no pidfd here: the loop polls the child instead
 
 
+PIPE_SIZE = 1 << 20
+
+
+def _widen_pipe(fd):
+    """A 1 MiB pipe instead of 64 KiB: a flood crosses in 16 times fewer
+    wake-ups of both processes. Linux only; elsewhere the default stays."""
+    try:
+        import fcntl
+        fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
+    except (ImportError, OSError):
+        pass
+
+
 def _read(fd):
     try:
-        return os.read(fd, 1 << 16)
+        return os.read(fd, PIPE_SIZE)
     except BlockingIOError:
         return None
     except OSError:
