@@ -473,7 +473,8 @@ PIPE_SIZE = 1 << 20
 
 def _widen_pipe(fd):
     """A 1 MiB pipe instead of 64 KiB: a flood crosses in 16 times fewer
-    wake-ups of both processes. Linux only; elsewhere the default stays."""
+    wake-ups of both processes. Linux only; elsewhere (or when ``fd`` is
+    not a pipe) nothing changes."""
     try:
         import fcntl
         fcntl.fcntl(fd, getattr(fcntl, "F_SETPIPE_SZ", 1031), PIPE_SIZE)
@@ -508,6 +509,8 @@ def run_tool(spec, args, *, fmt, timeout, idle_timeout, progress_interval,
     sink = make_sink(fmt, spec.name, out)
     if fmt != "rich":
         sink = Coalescer(sink, progress_interval)
+        if out is None:
+            _widen_pipe(1)  # our own stdout, when the agent reads a pipe
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
     argv = [sys.executable if a == "{python}" else a for a in spec.argv]
