@@ -418,7 +418,7 @@ class AcorTool:
 
     # --- sessions -------------------------------------------------------
 
-    def session(self, session_id):
+    def session(self, session_id, keep=None):
         """Bind this run to a resumable session and emit ``## Session: id``.
 
         The id travels as an argument (the CLI stays stateless); state lives
@@ -427,11 +427,16 @@ class AcorTool:
             tool.session(args.session)
             last = tool.resume()            # (checkpoint_id, state) or None
             start = last[1]["offset"] if last else 0
+
+        ``keep`` bounds how many checkpoints the session file holds (default
+        1000); a tool whose state is large and cumulative needs only the
+        newest one or two, and every save rewrites the whole file.
         """
         from . import sessions  # only tools that use sessions pay for it
         sessions.validate_session_id(session_id)
         store = sessions.SessionStore(sessions.state_dir_from_env(),
-                                      sessions.validate_tool_name(self.name))
+                                      sessions.validate_tool_name(self.name),
+                                      keep=keep or sessions.KEEP)
         self._emit("session", Session(session_id))
         self._session, self._store = session_id, store
         return self

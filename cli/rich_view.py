@@ -6,16 +6,21 @@ on a terminal); honours NO_COLOR through rich itself.
 """
 
 import json
+import re
 
 from rich.console import Console, Group
 from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.syntax import Syntax
+from rich.table import Column
 from rich.text import Text
 
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
                  "failed": "bold red", "cancelled": "bold yellow"}
+# "label (current/total)", as tool.progress_bar() writes it: the count gets
+# its own column so that a long label is cut, never the count.
+COUNT = re.compile(r"\s*\((\d+)/(\d+)\)$")
 
 
 class RichSink:
@@ -31,25 +36,36 @@ class RichSink:
             self._show_progress(event)
             return
         renderable = handler(event) if handler else Text(str(event.to_dict()))
-        self.console.print(renderable)
         if event.type == "status" and event.is_final or \
                 event.type == "input_needed":
-            self._stop_progress()
+            self._stop_progress()  # the bar's last frame stays above the end
+        self.console.print(renderable)
 
     def close(self):
         self._stop_progress()
 
     def _show_progress(self, event):
         if self._progress is None:
+            fixed = dict(no_wrap=True, overflow="ellipsis")
             self._progress = Progress(
-                TextColumn("[bold]{task.fields[tool]}"), BarColumn(),
-                TaskProgressColumn(), TextColumn("{task.description}"),
-                console=self.console)
-            self._task = self._progress.add_task("", total=100,
-                                                 tool=self.tool)
+                TextColumn("[bold]{task.fields[tool]}",
+                           table_column=Column(max_width=24, **fixed)),
+                BarColumn(bar_width=30), TaskProgressColumn(),
+                TextColumn("{task.fields[count]}",
+                           table_column=Column(**fixed)),
+                TextColumn("{task.description}",
+                           table_column=Column(ratio=1, **fixed)),
+                console=self.console, expand=True)
+            self._task = self._progress.add_task(
+                "", total=100, tool=escape(self.tool), count="")
             self._progress.start()
+        label = event.message.split("\n")[0]
+        count = COUNT.search(label)
+        if count:
+            label = label[:count.start()]
+            count = f"{count.group(1)}/{count.group(2)}"
         self._progress.update(self._task, completed=event.percent,
-                              description=escape(event.message.split("\n")[0]))
+                              description=escape(label), count=count or "")
 
     def _stop_progress(self):
         if self._progress is not None:

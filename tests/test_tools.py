@@ -23,8 +23,8 @@ CSVPROFILE = REPO / "tools" / "csvprofile" / "csvprofile.py"
 SAMPLE = REPO / "tools" / "csvprofile" / "sample" / "orders.csv"
 
 
-def run(script, *args, cwd=REPO):
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+def run(script, *args, cwd=REPO, **more_env):
+    env = dict(os.environ, PYTHONPATH=str(REPO), **more_env)
     env.pop("ACOR_FRAME_TOKEN", None)  # run directly: plain, unframed ACOR Markdown
     return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
@@ -398,3 +398,91 @@ def test_engine_state_survives_a_json_round_trip_mid_file():
         return state
 
     assert profile(resume=True) == profile(resume=False)
+
+
+def test_blank_and_repeated_header_names_get_their_own_column_number(tmp_path):
+    data = write(tmp_path / "h.csv", ",b,,b\n1,2,3,4\n")
+    r = run(CSVPROFILE, data, "--no-key", "--out", tmp_path)
+    assert r.returncode == 0, r.stdout
+    columns = fenced_json(body(r.stdout, "Output Data"))["columns"]
+    assert [c["name"] for c in columns] == ["column_1", "b", "column_3", "b_4"]
+
+
+def test_engine_resume_source_rehashes_the_prefix():
+    sys.path.insert(0, str(CSVPROFILE.parent))
+    try:
+        import profiler
+    finally:
+        sys.path.remove(str(CSVPROFILE.parent))
+    raw = SAMPLE.read_bytes()
+    with open(SAMPLE, "rb") as f:  # one pass, resumed after every chunk
+        source = profiler.Source(f, "utf-8-sig")
+        records = csv.reader(source, strict=True)
+        state = profiler.new_state(profiler.read_header(records, source), [0], source)
+        beats, more = [], True
+        while more:
+            more = profiler.profile_chunk(records, source, state, 23, float("inf"))
+            assert source.offset == state["offset"]  # a record boundary
+            saved = source.sha256.hexdigest()
+            state = json.loads(json.dumps(state))
+            source, prefix = profiler.resume_source(f, "utf-8-sig", state,
+                                                    on_block=lambda: beats.append(1))
+            assert prefix == saved == hashlib.sha256(raw[:state["offset"]]).hexdigest()
+            records = csv.reader(source, strict=True)
+    assert state["rows"] == 200 and beats == []  # no heartbeat under 16 MB
+    assert source.sha256.hexdigest() == hashlib.sha256(raw).hexdigest()
+    with open(SAMPLE, "rb") as f, pytest.raises(ValueError, match="shorter"):
+        profiler.resume_source(f, "utf-8", dict(state, offset=len(raw) + 1))
+
+
+# --- csvprofile: resumable runs (end to end in test_session_runs.py) -----------------
+
+def test_session_run_checkpoints_every_chunk_and_profiles_the_same(tmp_path):
+    r = run(CSVPROFILE, SAMPLE, "--session", "s1", "--chunk-rows", "50",
+            "--out", tmp_path / "a", ACOR_STATE_DIR=str(tmp_path / "state"))
+    assert r.returncode == 0, r.stdout
+    hs = headings(r.stdout)
+    assert hs[:3] == ["Status: Ready", "Session: s1", "Status: Working"]
+    assert "Session s1 has no checkpoint yet: starting at byte 0" in r.stdout
+    ids = [h.split(": ")[1] for h in hs if h.startswith("Session Checkpoint")]
+    offsets = [int(i.split("-")[1]) for i in ids]
+    assert len(ids) >= 4 and offsets == sorted(set(offsets))
+    assert offsets[-1] == SAMPLE.stat().st_size
+    assert "<!-- acor:heartbeat -->" not in r.stdout  # a short run needs none
+    # the last checkpoint is the state and the identity of the file it read
+    saved = json.loads((tmp_path / "state" / "csvprofile" / "s1.json").read_text())
+    last = saved["checkpoints"][ids[-1]]["state"]
+    stat = SAMPLE.stat()
+    assert last["file"] == {"path": os.path.realpath(SAMPLE), "size": stat.st_size,
+                            "mtime_ns": stat.st_mtime_ns}
+    assert last["sha256_prefix"] == hashlib.sha256(SAMPLE.read_bytes()).hexdigest()
+    assert (last["delimiter"], last["engine"]["rows"]) == (",", 200)
+    assert run(CSVPROFILE, SAMPLE, "--out", tmp_path / "b").returncode == 0
+    assert (tmp_path / "a" / "orders.profile.json").read_text() == \
+        (tmp_path / "b" / "orders.profile.json").read_text()
+
+
+def test_session_state_defaults_to_acor_state_under_the_cwd(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "ACOR_STATE_DIR"}
+    r = subprocess.run([sys.executable, str(CSVPROFILE), str(SAMPLE), "--session", "d",
+                        "--out", "o"], cwd=tmp_path, capture_output=True, text=True,
+                       env=dict(env, PYTHONPATH=str(REPO)), timeout=60)
+    assert r.returncode == 0, r.stdout
+    assert (tmp_path / ".acor" / "state" / "csvprofile" / "d.json").is_file()
+
+
+def test_session_option_in_help_and_hidden_test_options_not():
+    r = run(CSVPROFILE, "--help")
+    text = body(r.stdout, "Output")
+    assert "--session ID" in text
+    assert "--slow" not in text and "--chunk-rows" not in text
+
+
+def test_unusable_state_dir_is_an_error_with_the_fix(tmp_path):
+    not_a_dir = write(tmp_path / "file", "x")
+    r = run(CSVPROFILE, SAMPLE, "--session", "s", "--out", tmp_path,
+            ACOR_STATE_DIR=str(not_a_dir))
+    assert r.returncode == 1
+    err = body(r.stdout, "Error")
+    assert "**Code**: E_STATE_READ" in err and "state_dir" in err
+    assert "--session s" in err and "Traceback" not in r.stdout

@@ -1,7 +1,7 @@
 """csvprofile: profile a CSV file for an agent, in one streaming pass.
 
     acor csvprofile FILE [--key COLUMN | --no-key] [--out DIR]
-                         [--delimiter D] [--encoding ENC]
+                         [--delimiter D] [--encoding ENC] [--session ID]
 
 Per column: inferred type (int/float/bool/date/string), nulls, distinct
 values, min/max/mean/stdev or top values; duplicates of the key column. The
@@ -9,6 +9,23 @@ full profile is written to DIR/<stem>.profile.json (DIR: ./acor-out). This
 file is the ACOR side (arguments, progress, errors, report); the pass itself
 is in profiler.py. Exit codes: 0 done, 1 failed, 2 bad arguments, 3 the key
 column must be chosen (Input Needed).
+
+Resumable runs: with --session ID the run is bound to an ACOR session and
+saves a checkpoint after every chunk (`## Session Checkpoint: offset-N`, N
+the byte offset of the next record), so a run that is killed or times out
+can be started again with the same command and carries on from the last
+checkpoint instead of from the top. A checkpoint holds the pass's whole
+state (see profiler.py) and the identity of the file it was read from:
+real path, size and mtime_ns, plus the sha256 of the bytes before N. It is
+used only if all of those still match and the delimiter, encoding and key
+columns are compatible; otherwise the run starts over and says why. The
+profile's sha256 covers the whole file in resumed runs too: a hashlib object
+cannot be saved, so a resumed run hashes the first N bytes again (a C loop,
+about 1 GB/s, with a heartbeat every 16 MB) and checks them against the
+checkpoint's digest, which also catches a file rewritten in place with the
+same size and mtime. A finished session resumes at the end of the file: the
+same command reports again without reading the file again, and an agent
+answering Input Needed with --key and the same --session loses no work.
 """
 
 import argparse
@@ -19,11 +36,17 @@ import os
 import re
 import shlex
 import sys
+import time
 
 from acor import AcorTool, ToolState
-from profiler import CsvProblem, Source, new_state, profile_chunk, read_header, summarize
+from profiler import (CsvProblem, Source, new_state, profile_chunk, read_header,
+                      resume_source, summarize)
 
 CHUNK_ROWS = 10_000  # rows per chunk; a chunk also ends at each tenth of the bytes
+CHECKPOINT_FORMAT = "csvprofile-checkpoint/1"  # change it when the engine's state changes
+STATE_DIR_HINT = ("Make the state directory a writable folder, or point `state_dir` in "
+                  ".acor/config.yaml (or ACOR_STATE_DIR) at one, then run: ")
+HEARTBEAT_AFTER = 5.0  # seconds without a section before a chunk ends with a heartbeat
 # id, uuid, key, order_id, order-id, "Order ID", orderId, OrderID (but not "paid")
 ID_NAME = re.compile(r"(?i:(?:.*[_\-\s.])?(?:id|uuid|guid|key))$|.*[a-z](?:Id|ID)$")
 
@@ -64,7 +87,12 @@ def parse_args(argv):
                    help="field delimiter: one character or 'tab' (default: detected)")
     p.add_argument("--encoding", default="utf-8-sig", metavar="ENC",
                    help="file encoding (default: utf-8)")
+    p.add_argument("--session", metavar="ID",
+                   help="resumable run: save a checkpoint after every chunk and, when "
+                        "session ID has one, carry on from it (e.g. --session orders-1)")
     p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help=argparse.SUPPRESS)
+    p.add_argument("--slow", type=float, default=0.0, metavar="SECONDS",
+                   help=argparse.SUPPRESS)  # sleep after each chunk: for tests and demos
     p.add_argument("-h", "--help", action="store_true", help="show this help")
     return p, p.parse_args(argv)
 
@@ -74,7 +102,8 @@ def rerun(args, *extra):
     options (e.g. "--key", "id") replacing the ones of the same name."""
     argv = ["acor", "csvprofile", args.file]
     for opt, value in (("--out", args.out), ("--delimiter", args.delimiter),
-                       ("--encoding", None if args.encoding == "utf-8-sig" else args.encoding)):
+                       ("--encoding", None if args.encoding == "utf-8-sig" else args.encoding),
+                       ("--session", args.session)):
         argv += [opt, value] if value and opt not in extra else []
     return shlex.join(argv + list(extra))
 
@@ -120,13 +149,22 @@ def open_csv(args):
         return f, ","
 
 
+def begin(f, args, delim):
+    """A pass from the top of the file: (source, records, column names)."""
+    f.seek(0)
+    source = Source(f, args.encoding)
+    records = csv.reader(source, delimiter=delim, strict=True)
+    return source, records, read_header(records, source)
+
+
 def profile(tool, args):
     f, delim = open_csv(args)
     with f:
-        size = os.fstat(f.fileno()).st_size
-        source = Source(f, args.encoding)
-        records = csv.reader(source, delimiter=delim, strict=True)
-        names = read_header(records, source)
+        st = os.fstat(f.fileno())
+        size = st.st_size
+        identity = {"path": os.path.realpath(args.file), "size": size,
+                    "mtime_ns": st.st_mtime_ns}
+        source, records, names = begin(f, args, delim)
         if args.key and args.key not in names:
             close = [n for n in names if n.lower() == args.key.lower()]
             raise Fail("E_KEY_NOT_FOUND", f"{args.file} has no column {args.key!r}",
@@ -138,18 +176,42 @@ def profile(tool, args):
         state = new_state(names, keys, source)
         tool.status("working", f"Profiling {args.file} ({human(size)}, "
                                f"{plural(len(names), 'column')}, delimiter {delim!r})")
+        resumed = None
+        if args.session:
+            resumed = resume(tool, args, f, identity, delim, names, keys)
+            if resumed:
+                source, state = resumed
+                records = csv.reader(source, delimiter=delim, strict=True)
+            else:  # from the top; checking the checkpoint may have moved f
+                source, records, names = begin(f, args, delim)
+                state = new_state(names, keys, source)
         tick = next_tick = size / 10
-        last, more = -1, True
+        while next_tick <= state["offset"]:  # a resumed pass: the next tenth to report
+            next_tick += tick
+        last, more, saved_at = -1, True, state["offset"] if resumed else None
+        said = time.monotonic()
         while more:
             more = profile_chunk(records, source, state, max(1, args.chunk_rows), next_tick)
-            # state is now complete up to state["offset"]: the place for a checkpoint.
             pct = int(100 * source.offset / size)
             if pct > last and (source.offset >= next_tick or not more):
                 tool.progress(pct, f"{plural(state['rows'], 'row')}, {human(source.offset)} "
                                    f"of {human(size)}")
-                last = pct
+                last, said = pct, time.monotonic()
+            elif time.monotonic() - said >= HEARTBEAT_AFTER:
+                tool.heartbeat()  # a tenth of a big file can take a while: still alive
+                said = time.monotonic()
             while next_tick <= source.offset:
                 next_tick += tick
+            # state is complete up to state["offset"]: a checkpoint, if it moved on.
+            if args.session and state["offset"] != saved_at:
+                saved_at = state["offset"]
+                save(tool, args, f"offset-{saved_at}", {
+                    "format": CHECKPOINT_FORMAT, "file": identity, "delimiter": delim,
+                    "encoding": args.encoding, "sha256_prefix": source.sha256.hexdigest(),
+                    "engine": state})
+                said = time.monotonic()
+            if args.slow > 0 and more:
+                time.sleep(args.slow)
     if state["ragged"]:
         bad = state["ragged_lines"]
         raise Fail("E_CSV_PARSE", f"{state['ragged']} rows of {args.file} do not have "
@@ -158,6 +220,94 @@ def profile(tool, args):
                    f"are wrong, pass the right --delimiter. Then run: {rerun(args)}",
                    details="; ".join(f"line {ln}: {n} fields" for ln, n in bad))
     return report(tool, args, state, names, size, delim, source.sha256.hexdigest())
+
+
+def start_session(tool, args):
+    """Bind the run to --session; a bad id is a usage error, before any file."""
+    try:
+        tool.session(args.session, keep=2)  # cumulative state: the newest suffices
+    except (TypeError, ValueError) as exc:
+        raise Fail("E_USAGE", f"--session: {exc}", "Run again with a valid id, e.g. "
+                   f"{rerun(argparse.Namespace(**{**vars(args), 'session': 'orders-1'}))}",
+                   exit_code=2)
+
+
+def resume(tool, args, f, identity, delim, names, keys):
+    """(source, state) carrying on from the session's latest checkpoint, or
+    None to start from the top; either way a Status line says which and why."""
+    from acor.sessions import CorruptSessionError
+    try:
+        last = tool.resume()
+    except CorruptSessionError as exc:
+        raise Fail("E_SESSION_CORRUPT", f"Session {args.session} cannot be read", str(exc),
+                   details=exc.path)
+    except OSError as exc:  # e.g. the state dir is a file
+        raise Fail("E_STATE_READ", f"Cannot read session {args.session}: "
+                   f"{exc.strerror or exc}", STATE_DIR_HINT + rerun(args),
+                   details=getattr(exc, "filename", None))
+    if last is None:
+        tool.status("working", f"Session {args.session} has no checkpoint yet: starting "
+                               f"at byte 0")
+        return None
+    cid, saved = last
+    why = mismatch(saved, identity, delim, args.encoding, names, keys)
+    if why is None:
+        try:
+            source, prefix = resume_source(f, args.encoding, saved["engine"],
+                                           on_block=tool.heartbeat)
+        except (OSError, ValueError) as exc:
+            why = f"cannot read {args.file} up to the checkpoint ({exc})"
+        else:
+            if prefix != saved["sha256_prefix"]:
+                why = (f"the first {saved['engine']['offset']} bytes of {args.file} are not "
+                       f"the ones checkpoint {cid} read (sha256 differs)")
+    if why is not None:
+        tool.status("working", f"Starting over at byte 0: checkpoint {cid} of session "
+                               f"{args.session} does not apply, {why}.")
+        return None
+    state, size = saved["engine"], identity["size"]
+    tool.status("working", f"Resumed from checkpoint {cid} of session {args.session}: byte "
+                           f"{state['offset']} of {size} (line {state['line']}), "
+                           f"{plural(state['rows'], 'row')} already profiled"
+                           + (" (the whole file)" if state["offset"] >= size else ""))
+    return source, state
+
+
+def mismatch(saved, identity, delim, encoding, names, keys):
+    """Why a checkpoint's state cannot be continued in this run, or None."""
+    if not isinstance(saved, dict) or saved.get("format") != CHECKPOINT_FORMAT:
+        return f"it is not a {CHECKPOINT_FORMAT} checkpoint"
+    old = saved["file"]
+    if old["path"] != identity["path"]:
+        return f"it is of another file ({old['path']})"
+    changed = [what for what in ("size", "mtime_ns") if old[what] != identity[what]]
+    if changed:
+        return "the file changed since (" + ", ".join(
+            f"{what} {old[what]} then, {identity[what]} now" for what in changed) + ")"
+    if saved["delimiter"] != delim or saved["encoding"] != encoding:
+        return (f"it read the file with delimiter {saved['delimiter']!r} and encoding "
+                f"{saved['encoding']}, not {delim!r} and {encoding}")
+    engine = saved["engine"]
+    if [c["name"] for c in engine["columns"]] != names:
+        return "its columns are not the file's"
+    missing = [names[i] for i in keys if str(i) not in engine["keys"]]
+    if missing:
+        return f"it did not track the key column {', '.join(missing)}"
+    return None
+
+
+def save(tool, args, checkpoint_id, state):
+    try:
+        tool.checkpoint(checkpoint_id, state)
+    except TimeoutError as exc:
+        raise Fail("E_SESSION_LOCKED", f"Cannot save checkpoint {checkpoint_id} of session "
+                   f"{args.session}: it stays locked", "Another run of this session is "
+                   "saving to it: wait for it to finish, or use another --session.",
+                   details=str(exc))
+    except OSError as exc:
+        raise Fail("E_STATE_WRITE", f"Cannot save checkpoint {checkpoint_id} of session "
+                   f"{args.session}: {exc.strerror or exc}",
+                   STATE_DIR_HINT + rerun(args), details=getattr(exc, "filename", None))
 
 
 def choose_key(tool, args, state, names):
@@ -257,6 +407,8 @@ def main(argv=None):
                 return 0
             if not args.file:  # optional for argparse only so that --help needs none
                 parser.error("the following arguments are required: FILE")
+            if args.session is not None:
+                start_session(tool, args)
             try:
                 profile(tool, args)
             except CsvProblem as p:  # the engine knows the line; the CLI knows the next step
