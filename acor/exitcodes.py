@@ -10,4 +10,5 @@ FAILED = 1        #: the tool failed (its Error section says why)
 USAGE = 2         #: bad invocation or configuration: unknown tool, bad option
 INPUT_NEEDED = 3  #: the tool needs input; its Input Needed section says which
 TIMEOUT = 124     #: the launcher stopped the tool: timeout or idle timeout
+BROKEN_PIPE = 141  #: the reader of acor's output went away (128 + SIGPIPE)
 CANCELLED = 130   #: cancelled by SIGINT/SIGTERM (128 + SIGINT, as shells do)

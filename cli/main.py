@@ -99,10 +99,17 @@ def main(argv=None):
     except UsageError as exc:
         return emit_failure(Error(exc.title, "E_USAGE", exc.details,
                                   exc.recovery), None)
-    if not rest or rest[0] in BUILTINS or rest[0].startswith("-"):
-        from .commands import run_command  # click: the cold path only
-        return run_command(argv)
-    return run_named(rest[0], rest[1:], options)
+    try:
+        if not rest or rest[0] in BUILTINS or rest[0].startswith("-"):
+            from .commands import run_command  # click: the cold path only
+            return run_command(argv)
+        return run_named(rest[0], rest[1:], options)
+    except BrokenPipeError:
+        # The reader went away (`acor tool | head -1`): the tool's group is
+        # already ended by the run's cleanup; leave quietly, as `cat` does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return exitcodes.BROKEN_PIPE
 
 
 def run_named(name, args, options):

@@ -18,6 +18,7 @@ from acor.framing import HEARTBEAT, truncation_note
 
 MAX_LINE = 1 << 20          # bytes of one line kept before truncating
 MAX_SECTION = 16 << 20      # characters of one section kept
+SLICE = 1 << 16             # bytes looked at for line ends at a time
 # Every framed line begins so (see acor.framing): the one place where a new
 # line can start inside a raw line.
 FRAME_PREFIX = b"\x1eacor:"
@@ -33,6 +34,16 @@ class LineReader:
         self._hold = b""       # while dropping: a tail that may begin a mark
 
     def feed(self, data):
+        if len(data) <= SLICE:
+            return self._feed(data)
+        # Reads can be large (the pipe is widened); slicing keeps the point
+        # where a long line is cut the same whatever the read size.
+        blocks = []
+        for at in range(0, len(data), SLICE):
+            blocks += self._feed(data[at:at + SLICE])
+        return blocks
+
+    def _feed(self, data):
         blocks = []
         if self._dropping is not None:
             data = self._skip(self._hold + data, blocks)
