@@ -20,8 +20,6 @@ knowing the run's 128-bit token.
 
 import os
 
-from . import grammar
-from .events import Text
 
 ENV_VAR = "ACOR_FRAME_TOKEN"
 _MARK = "\x1eacor:{}\x1e"
@@ -80,87 +78,6 @@ def frame(section, token):
 
 def heartbeat_frame(token):
     return _MARK.format(token) + "heartbeat\n"
-
-
-class FrameDecoder:
-    """Turns a framed stream, line by line, into events.
-
-    ``feed_line`` takes one line without its newline and returns a list of
-    events (:class:`~acor.events.Text` for raw lines, section events when a
-    section's end mark arrives, :data:`HEARTBEAT`). A section larger than
-    ``max_section_chars`` is not held in memory: its head is kept and the
-    rest counted and hashed, then it is reported as text with a truncation
-    note, so a runaway tool cannot exhaust the launcher.
-    """
-
-    def __init__(self, token, max_section_chars=16 << 20):
-        self.mark = _MARK.format(token)
-        self._end = self.mark + "end"
-        self._max = max_section_chars
-        self._heading = None
-        self._lines = []
-        self._size = 0
-        self._dropped = None  # [chars, sha256] once a section overflows
-
-    @property
-    def in_section(self):
-        return self._heading is not None
-
-    def feed_line(self, line):
-        if self._heading is not None:
-            if line == self._end:
-                return [self._finish()]
-            self._collect(line)
-            return []
-        if "\x1e" not in line:
-            return [Text(line)]
-        at = line.find(self.mark)
-        if at < 0:
-            return [Text(line)]
-        events = [Text(line[:at])] if at else []
-        rest = line[at + len(self.mark):]
-        if rest == "heartbeat":
-            events.append(HEARTBEAT)
-        elif rest.startswith("## "):
-            self._heading = rest[3:]
-        # A stray end mark outside a section carries nothing: dropped.
-        return events
-
-    def close(self):
-        """The stream ended: a section cut off by a crash is kept as text,
-        so no line the tool wrote before the fault is lost."""
-        if self._heading is None:
-            return []
-        text = "## " + self._heading + "\n" + "\n".join(self._lines)
-        self._reset()
-        return [Text(text)]
-
-    def _collect(self, line):
-        if self._dropped is None and self._size + len(line) <= self._max:
-            self._lines.append(line)
-            self._size += len(line) + 1
-            return
-        if self._dropped is None:
-            import hashlib  # only a runaway section pays for this import
-            self._dropped = [0, hashlib.sha256()]
-        data = (line + "\n").encode("utf-8", "surrogatepass")
-        self._dropped[0] += len(data)
-        self._dropped[1].update(data)
-
-    def _finish(self):
-        heading, lines, dropped = self._heading, self._lines, self._dropped
-        self._reset()
-        if dropped is not None:
-            text = "## " + heading + "\n" + "\n".join(lines)
-            return Text(text + "\n" + truncation_note(dropped[0],
-                                                      dropped[1].hexdigest()))
-        if lines and lines[-1] == "":
-            lines.pop()
-        return grammar.parse_section(heading, "\n".join(lines))
-
-    def _reset(self):
-        self._heading, self._lines, self._size, self._dropped = \
-            None, [], 0, None
 
 
 def truncation_note(dropped_bytes, sha256_hex):

@@ -18,6 +18,7 @@ from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
 from acor.grammar import (HEARTBEAT_LINE, Parser, escape_inline, escape_text,
                           fence_for, is_error_code, is_state_word, parse,
                           render, unescape_inline, unescape_text)
+from cli.relay import StreamDecoder
 
 COMPLETE = "## Status: Complete\n\n"
 
@@ -469,8 +470,8 @@ MARK = f"\x1eacor:{TOKEN}\x1e"
 
 
 def decode(lines, **options):
-    decoder = framing.FrameDecoder(TOKEN, **options)
-    events = [e for line in lines for e in decoder.feed_line(line)]
+    decoder = StreamDecoder(TOKEN, **options)
+    events = [e for line in lines for e in decoder.feed(line)]
     return events + decoder.close()
 
 
@@ -533,7 +534,7 @@ def test_oversized_section_is_truncated_with_bytes_and_sha256():
     lines = [MARK + "## Output", "abc", "defgh", "ijk", "l\u00e9",
              MARK + "end"]
     dropped = "ijk\nl\u00e9\n".encode("utf-8")
-    (text,) = decode(lines, max_section_chars=10)
+    (text,) = decode(lines, max_section=10)
     assert text == Text(
         "## Output\nabc\ndefgh\n"
         f"[acor: truncated {len(dropped)} bytes, "
@@ -544,7 +545,7 @@ def test_oversized_section_is_truncated_with_bytes_and_sha256():
 def test_decoder_is_ready_for_the_next_section_after_truncating():
     lines = [MARK + "## Output", "x" * 50, MARK + "end"] + framed_lines(
         Status("complete"))
-    events = decode(lines, max_section_chars=10)
+    events = decode(lines, max_section=10)
     assert events[0].type == "text" and "truncated 51 bytes" in events[0].text
     assert events[1:] == [Status("complete")]
 

@@ -59,7 +59,7 @@ def test_import_acor_loads_nothing_but_the_package():
 @pytest.mark.parametrize("code", [
     "from acor import AcorTool",
     "from acor import AcorTool, ToolState, AcorStateError, parse, render",
-    "from acor.framing import FrameDecoder",
+    "from acor import framing",
     "import acor.exitcodes, acor.events",
 ])
 def test_public_names_use_the_standard_library_only(code):

@@ -27,7 +27,9 @@ from markdown_it.common import utils as md_utils
 from acor import AcorTool, ToolState
 from acor.events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
                          OutputData, Progress, Session, Status, Suggestions)
-from acor.framing import HEARTBEAT, FrameDecoder
+import acor.tool as acor_tool
+from acor.framing import HEARTBEAT
+from cli.relay import StreamDecoder
 from acor.grammar import (Parser, fold_newlines, is_error_code, parse,
                           render, unescape_inline)
 
@@ -332,10 +334,16 @@ def test_property_markdown_sees_exactly_the_headings_emitted(calls, ending):
 @given(calls=st.lists(CALLS, max_size=6), ending=ENDINGS)
 def test_property_framed_run_decodes_to_the_same_events(calls, ending):
     token = "0123456789abcdef" * 2
-    decoder = FrameDecoder(token)
-    lines = play(calls, ending, token).split("\n")
+    decoder = StreamDecoder(token)
+    # Framed progress is throttled (tests/test_tool.py covers that); here
+    # every call writes, so the two transcripts must say the same thing.
+    interval, acor_tool.PROGRESS_INTERVAL = acor_tool.PROGRESS_INTERVAL, 0
+    try:
+        lines = play(calls, ending, token).split("\n")
+    finally:
+        acor_tool.PROGRESS_INTERVAL = interval
     assert lines.pop() == ""
-    events = [e for line in lines for e in decoder.feed_line(line)]
+    events = [e for line in lines for e in decoder.feed(line)]
     events += decoder.close()
     assert [e for e in events if e is not HEARTBEAT] == parse(
         play(calls, ending))

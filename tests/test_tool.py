@@ -17,15 +17,18 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
+import acor.tool as tool_module
 from acor import AcorStateError, AcorTool, ToolState, exitcodes, framing
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
                          Progress, Status, Suggestions, Text)
 from acor.grammar import HEARTBEAT_LINE, parse
+from cli.relay import StreamDecoder
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "00112233445566778899aabbccddeeff"
@@ -899,9 +902,9 @@ def test_sections_are_framed_with_the_token_from_the_environment(tmp_path):
 def test_frame_decoder_reads_the_framed_run(tmp_path):
     proc = run_script(tmp_path, FRAMED_SCRIPT,
                       env={framing.ENV_VAR: TOKEN})
-    decoder = framing.FrameDecoder(TOKEN)
+    decoder = StreamDecoder(TOKEN)
     events = [e for line in proc.stdout.split("\n")[:-1]
-              for e in decoder.feed_line(line)] + decoder.close()
+              for e in decoder.feed(line)] + decoder.close()
     assert events == [
         Text("raw before"), READY, Text("## AI Directive"),
         Progress(50, "Half\n## Status: Complete"), framing.HEARTBEAT,
@@ -932,3 +935,43 @@ def test_an_explicit_frame_token_frames_sections():
     AcorTool("t", stream=stream, frame_token=TOKEN).start()
     mark = f"\x1eacor:{TOKEN}\x1e"
     assert stream.getvalue() == f"{mark}## Status: Ready\n\n{mark}end\n"
+
+
+# --- progress under the launcher ---------------------------------------------
+
+def framed_events(stream_text):
+    decoder = StreamDecoder(TOKEN)
+    return [e for e in decoder.feed(stream_text.rstrip("\n"))
+            if e is not framing.HEARTBEAT] + decoder.close()
+
+
+def test_framed_progress_is_throttled_but_the_latest_is_never_lost():
+    buf = io.StringIO()
+    tool = AcorTool("t", stream=buf, frame_token=TOKEN).start()
+    for i in range(1000):
+        tool.progress(i / 10, f"step {i}")
+    tool.output("done").stop()
+    events = framed_events(buf.getvalue())
+    progress = [e for e in events if e.type == "progress"]
+    assert 1 <= len(progress) < 100
+    assert progress[-1].message == "step 999"  # written before Output
+    assert [e.type for e in events[-2:]] == ["output", "status"]
+
+
+def test_a_held_progress_goes_out_from_a_timer_while_the_tool_is_silent():
+    buf = io.StringIO()
+    tool = AcorTool("t", stream=buf, frame_token=TOKEN).start()
+    tool.progress(10, "first").progress(20, "held")
+    time.sleep(tool_module.PROGRESS_INTERVAL * 5)
+    progress = [e for e in framed_events(buf.getvalue())
+                if e.type == "progress"]
+    assert [e.message for e in progress] == ["first", "held"]
+    tool.stop()
+
+
+def test_unframed_progress_writes_every_call():
+    buf = io.StringIO()
+    tool = AcorTool("t", stream=buf, frame_token=None).start()
+    for i in range(50):
+        tool.progress(i)
+    assert buf.getvalue().count("## Progress:") == 50
