@@ -27,6 +27,10 @@ demo: $(STAMP)
 	$(BIN)/acor list
 	$(BIN)/acor hello agent
 	$(BIN)/acor csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out
+	@echo "--- a resumable run, stopped by a timeout, then resumed ---"
+	@$(BIN)/acor sessions --clear demo-orders >/dev/null 2>&1 || true
+	-$(BIN)/acor --timeout 1 csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out --session demo-orders --slow 0.3
+	$(BIN)/acor csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out --session demo-orders
 
 test: $(TSTAMP)
 	$(BIN)/python -m pytest
