@@ -62,6 +62,14 @@ class Project:
 
 
 @pytest.fixture
+def isolated_discovery(tmp_path, monkeypatch):
+    """In-process discovery with its own cache and no inherited config."""
+    monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ACOR_CONFIG", raising=False)
+    monkeypatch.delenv("ACOR_NO_CACHE", raising=False)
+
+
+@pytest.fixture
 def project(tmp_path):
     return Project(tmp_path / "proj", base_env(tmp_path))
 

@@ -13,11 +13,8 @@ from cli.config import (Config, ConfigError, find_config, load_config,
 EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "60"))
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("ACOR_CONFIG", raising=False)
-    monkeypatch.delenv("ACOR_NO_CACHE", raising=False)
+# Each test gets its own cache dir and no config from the environment.
+pytestmark = pytest.mark.usefixtures("isolated_discovery")
 
 
 @pytest.fixture(params=["libyaml", "pure-python"])

@@ -19,11 +19,8 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "40"))
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path, monkeypatch):
-    monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("ACOR_CONFIG", raising=False)
-    monkeypatch.delenv("ACOR_NO_CACHE", raising=False)
+# Each test gets its own cache dir and no config from the environment.
+pytestmark = pytest.mark.usefixtures("isolated_discovery")
 
 
 @pytest.fixture
