@@ -179,16 +179,17 @@ class AcorTool:
         self._progress_at = time.monotonic()
         self._write(grammar.render(held))
 
-    def _throttled_progress(self, event):
-        """Progress under the launcher: see PROGRESS_INTERVAL."""
-        text = grammar.render(event)
+    def _progress(self, event):
+        """Write a progress event; under the launcher, throttled (see
+        PROGRESS_INTERVAL). A held event is rendered only if it is written."""
+        if not self._token:
+            return self._emit("progress", event)
         with self._lock:
             self._require_running("progress")
             now = time.monotonic()
             if now - self._progress_at >= PROGRESS_INTERVAL:
-                self._held = None
-                self._progress_at = now
-                self._write(text)
+                self._held = event
+                self._write_held()
             else:
                 self._held = event
                 if self._timer is None:
@@ -319,10 +320,8 @@ class AcorTool:
 
     def progress(self, value, message=""):
         """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0."""
-        event = Progress(_percent(value), _text(message, "message"))
-        if self._token:
-            return self._throttled_progress(event)
-        return self._emit("progress", event)
+        return self._progress(Progress(_percent(value),
+                                       _text(message, "message")))
 
     def progress_bar(self, current, total, label=""):
         """Progress from a count: ``label (current/total)`` at
@@ -337,10 +336,7 @@ class AcorTool:
         done = min(current, total)  # past total is done; no float overflow
         percent = 100 if total == 0 else _clamp(done * 100 / total)
         message = f"{_text(label, 'label')} ({current}/{total})".lstrip()
-        event = Progress(percent, message)
-        if self._token:
-            return self._throttled_progress(event)
-        return self._emit("progress", event)
+        return self._progress(Progress(percent, message))
 
     def output(self, data, format="auto"):
         """A string is ``## Output``; anything else, or an explicit format,
@@ -433,10 +429,12 @@ class AcorTool:
         newest one or two, and every save rewrites the whole file.
         """
         from . import sessions  # only tools that use sessions pay for it
+        # The store checks the tool name; the session id is checked here,
+        # before the Session section says it exists.
         sessions.validate_session_id(session_id)
-        store = sessions.SessionStore(sessions.state_dir_from_env(),
-                                      sessions.validate_tool_name(self.name),
-                                      keep=keep or sessions.KEEP)
+        store = sessions.SessionStore(
+            sessions.state_dir_from_env(), self.name,
+            keep=sessions.KEEP if keep is None else keep)
         self._emit("session", Session(session_id))
         self._session, self._store = session_id, store
         return self
@@ -446,8 +444,6 @@ class AcorTool:
         safely against other processes), then emit
         ``## Session Checkpoint: id``."""
         self._require_session("checkpoint")
-        from .sessions import validate_checkpoint_id
-        validate_checkpoint_id(checkpoint_id)
         with self._lock:
             self._require_running("checkpoint")
         self._store.save(self._session, checkpoint_id, state)

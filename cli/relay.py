@@ -138,10 +138,6 @@ class StreamDecoder:
         self._size = 0
         self._dropped = None
 
-    @property
-    def in_section(self):
-        return self._heading is not None
-
     def feed(self, block):
         events = []
         pos, size = 0, len(block)

@@ -117,7 +117,8 @@ def _details(first, stderr_tail):
 
 
 class Run:
-    """One run of one tool. ``run()`` returns acor's exit code."""
+    """One run of one tool. ``run()`` returns acor's exit code. ``sink`` is
+    a :class:`~cli.render.Coalescer` (interval 0 passes everything on)."""
 
     def __init__(self, argv, protocol, sink, *, name, cwd=None, timeout=120.0,
                  idle_timeout=None, env=None, reap_orphans=False):
@@ -261,7 +262,7 @@ class Run:
                 else:
                     self._stderr(data)
             self._dispatch(self.protocol.tick())
-            self.sink_tick()
+            self.sink.tick()
         for block in reader.close():
             self._dispatch(self.protocol.feed(block))
         self._dispatch(self.protocol.close())
@@ -269,10 +270,6 @@ class Run:
             sel.unregister(pidfd)
             os.close(pidfd)
         sel.close()
-
-    def sink_tick(self):
-        if isinstance(self.sink, Coalescer):
-            self.sink.tick()
 
     def _next_deadline(self, started, exited_at):
         deadlines = []
@@ -284,10 +281,9 @@ class Run:
             deadlines.append(self.kill_at)
         if exited_at is not None:
             deadlines.append(exited_at + DRAIN_GRACE)
-        if isinstance(self.sink, Coalescer):
-            due = self.sink.due()
-            if due is not None:
-                deadlines.append(time.monotonic() + due)
+        due = self.sink.due()
+        if due is not None:
+            deadlines.append(time.monotonic() + due)
         return min(deadlines) if deadlines else None
 
     def _on_deadline(self, now, started):
@@ -312,8 +308,7 @@ class Run:
                 "tool.heartbeat() during long silent steps; or raise "
                 f"`idle_timeout` (`acor --idle-timeout SECONDS "
                 f"{self.name} ...`)."))
-        if isinstance(self.sink, Coalescer):
-            self.sink.tick()
+        self.sink.tick()
 
     def _stop(self, why, error):
         """Our own ending: report it now, then stop the tool's group."""
@@ -512,11 +507,11 @@ def run_tool(spec, args, *, fmt, timeout, idle_timeout, progress_interval,
         protocol = WrappedProtocol(spec)
     else:
         protocol = AcorProtocol(framing.new_token())
-    sink = make_sink(fmt, spec.name, out)
-    if fmt != "rich":
-        sink = Coalescer(sink, progress_interval)
-        if out is None:
-            _widen_pipe(1)  # our own stdout, when the agent reads a pipe
+    # The rich view draws every progress on its live bar: nothing to hold.
+    sink = Coalescer(make_sink(fmt, spec.name, out),
+                     0 if fmt == "rich" else progress_interval)
+    if fmt != "rich" and out is None:
+        _widen_pipe(1)  # our own stdout, when the agent reads a pipe
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
     argv = [sys.executable if a == "{python}" else a for a in spec.argv]
