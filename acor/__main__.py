@@ -1,5 +1,5 @@
 """``python -m acor``: the same as the ``acor`` command."""
 
-from cli.main import main
+from acor.cli.main import main
 
 raise SystemExit(main())

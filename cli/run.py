@@ -53,13 +53,7 @@ class AcorProtocol:
         self.decoder = StreamDecoder(token)
 
     def env(self):
-        # The tool imports the same acor as this launcher, even when acor
-        # runs from a checkout that is not installed (`python -m acor`).
-        home = os.path.dirname(os.path.dirname(os.path.abspath(
-            framing.__file__)))
-        path = os.environ.get("PYTHONPATH")
-        return {framing.ENV_VAR: self.token,
-                "PYTHONPATH": home + (os.pathsep + path if path else "")}
+        return {framing.ENV_VAR: self.token}
 
     def start(self):
         return []

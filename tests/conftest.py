@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def base_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
-    env["PYTHONPATH"] = str(REPO)
+    env.pop("PYTHONPATH", None)  # tests run the installed acor, as users do
     env["ACOR_CACHE_DIR"] = str(tmp_path / "acor-cache")
     env["NO_COLOR"] = "1"
     return env

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from cli import cache, discover
-from cli.discover import Registry, load_registry
+from acor.cli import cache, discover
+from acor.cli.discover import Registry, load_registry
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "40"))
@@ -277,7 +277,7 @@ def test_first_tools_dir_wins_and_the_loser_is_reported(project):
 
 
 def test_reserved_names_are_the_launchers_builtins():
-    from cli.main import BUILTINS
+    from acor.cli.main import BUILTINS
     assert discover.RESERVED == BUILTINS
 
 
@@ -395,11 +395,11 @@ def test_registry_round_trips_through_a_dict(project):
 
 
 def test_import_pulls_in_no_heavy_modules():
-    code = ("import sys, cli.discover\n"
+    code = ("import sys, acor.cli.discover\n"
             "heavy = {'yaml', 'click', 'rich', 'filelock', 'dataclasses',"
             " 'difflib', 'hashlib'}\n"
             "print(sorted(heavy & set(sys.modules)))")
-    out = subprocess.run([sys.executable, "-c", code], cwd=REPO, text=True,
+    out = subprocess.run([sys.executable, "-c", code], cwd=REPO / "tests", text=True,
                          capture_output=True, check=True).stdout
     assert out.strip() == "[]"
 

@@ -18,7 +18,7 @@ from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
 from acor.grammar import (HEARTBEAT_LINE, Parser, escape_inline, escape_text,
                           fence_for, is_error_code, is_state_word, parse,
                           render, unescape_inline, unescape_text)
-from cli.relay import StreamDecoder
+from acor.cli.relay import StreamDecoder
 
 COMPLETE = "## Status: Complete\n\n"
 

@@ -17,8 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 def run_python(*args):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
-    env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, *args], env=env, cwd=REPO,
+    env.pop("PYTHONPATH", None)
+    proc = subprocess.run([sys.executable, *args], env=env, cwd=REPO / "tests",
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     return proc

@@ -421,16 +421,3 @@ def test_reader_going_away_ends_the_run_quietly(project, tmp_path):
     assert proc.returncode == 141
     assert b"Traceback" not in err
     assert not pid_alive(int(pidfile.read_text()))
-
-
-def test_tools_import_the_launchers_acor_without_pythonpath(project):
-    project.add_tool("ok", OK_TOOL)
-    project.env.pop("PYTHONPATH")
-    import subprocess
-    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    result = subprocess.run(
-        [sys.executable, "-c", "import sys; sys.path.insert(0, %r); "
-         "from cli.main import main; sys.exit(main())" % repo, "ok"],
-        cwd=project.root, env=project.env, capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert last_heading(result.stdout) == "Status: Complete"

@@ -29,7 +29,7 @@ from acor.events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
                          OutputData, Progress, Session, Status, Suggestions)
 import acor.tool as acor_tool
 from acor.framing import HEARTBEAT
-from cli.relay import StreamDecoder
+from acor.cli.relay import StreamDecoder
 from acor.grammar import (Parser, fold_newlines, is_error_code, parse,
                           render, unescape_inline)
 

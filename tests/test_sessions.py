@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from acor.sessions import (CorruptSessionError, SessionStore, list_sessions,
                            state_dir_from_env, validate_checkpoint_id,
                            validate_session_id, validate_tool_name)
-from cli.sessions_cmd import sessions
+from acor.cli.sessions_cmd import sessions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -32,7 +32,7 @@ def state(tmp_path):
 
 def spawn(code, *args, **kwargs):
     """``python -c code args`` with the repository importable."""
-    env = dict(os.environ, PYTHONPATH=REPO)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     return subprocess.Popen([sys.executable, "-c", code, *map(str, args)],
                             env=env, stdout=subprocess.PIPE, text=True,
                             **kwargs)

@@ -28,7 +28,7 @@ from acor import AcorStateError, AcorTool, ToolState, exitcodes, framing
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
                          Progress, Status, Suggestions, Text)
 from acor.grammar import HEARTBEAT_LINE, parse
-from cli.relay import StreamDecoder
+from acor.cli.relay import StreamDecoder
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "00112233445566778899aabbccddeeff"
@@ -67,7 +67,7 @@ def run_script(tmp_path, source, *, env=None, folder=None, name="tool.py"):
     script.write_text(textwrap.dedent(source), encoding="utf-8")
     environ = {k: v for k, v in os.environ.items()
                if not k.startswith("ACOR_")}
-    environ["PYTHONPATH"] = str(REPO)
+    environ.pop("PYTHONPATH", None)
     environ.update(env or {})
     proc = subprocess.run([sys.executable, str(script)], env=environ,
                           capture_output=True, cwd=tmp_path, timeout=120)

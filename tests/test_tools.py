@@ -24,7 +24,7 @@ SAMPLE = REPO / "tools" / "csvprofile" / "sample" / "orders.csv"
 
 
 def run(script, *args, cwd=REPO, **more_env):
-    env = dict(os.environ, PYTHONPATH=str(REPO), **more_env)
+    env = dict(os.environ, **more_env)
     env.pop("ACOR_FRAME_TOKEN", None)  # run directly: plain, unframed ACOR Markdown
     return subprocess.run([sys.executable, str(script), *map(str, args)], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
@@ -466,7 +466,7 @@ def test_session_state_defaults_to_acor_state_under_the_cwd(tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "ACOR_STATE_DIR"}
     r = subprocess.run([sys.executable, str(CSVPROFILE), str(SAMPLE), "--session", "d",
                         "--out", "o"], cwd=tmp_path, capture_output=True, text=True,
-                       env=dict(env, PYTHONPATH=str(REPO)), timeout=60)
+                       env=env, timeout=60)
     assert r.returncode == 0, r.stdout
     assert (tmp_path / ".acor" / "state" / "csvprofile" / "d.json").is_file()
 
