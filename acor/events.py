@@ -103,24 +103,28 @@ class OutputFiles(Event):
 class Error(Event):
     """``## Error: {title}`` with its code, details and recovery."""
 
-    __slots__ = ("title", "code", "details", "recovery")
+    __slots__ = ("title", "code", "details", "recovery", "next")
     type = "error"
 
-    def __init__(self, title, code, details=None, recovery=None):
+    def __init__(self, title, code, details=None, recovery=None, next=None):
         self.title = title
         self.code = code
         self.details = details
         self.recovery = recovery
+        self.next = next  # the exact argv to run next, or None
 
 
 class InputNeeded(Event):
     """``## Input Needed``: the tool stopped and waits for the agent."""
 
-    __slots__ = ("message",)
+    __slots__ = ("message", "fields", "audience", "next")
     type = "input_needed"
 
-    def __init__(self, message):
+    def __init__(self, message, fields=None, audience="agent", next=None):
         self.message = message
+        self.fields = fields      # {name: flat JSON Schema property} or None
+        self.audience = audience  # "agent", or "human": only a person answers
+        self.next = next          # the exact argv to run next, or None
 
 
 class AIDirective(Event):
@@ -174,6 +178,14 @@ class Text(Event):
         self.text = text
 
 
+class Heartbeat(Event):
+    """A sign of life during long silent work: resets the launcher's idle
+    timer and is never relayed."""
+
+    __slots__ = ()
+    type = "heartbeat"
+
+
 class Unknown(Event):
     """A section heading the grammar does not know, or a known one whose
     heading is malformed (``## Progress: abc%``). Never raised: reported."""
@@ -191,5 +203,5 @@ EVENT_TYPES = {
     cls.type: cls
     for cls in (Status, Progress, Output, OutputData, OutputFiles, Error,
                 InputNeeded, AIDirective, Suggestions, Session, Checkpoint,
-                Text, Unknown)
+                Text, Heartbeat, Unknown)
 }

@@ -22,11 +22,13 @@ import os
 
 
 ENV_VAR = "ACOR_FRAME_TOKEN"
-_MARK = "\x1eacor:{}\x1e"
+# Every framed line begins so: the one definition of the mark.
+FRAME_PREFIX = b"\x1eacor:"
 
-# Sentinel returned by FrameDecoder for a heartbeat: the launcher resets its
-# idle timer and relays nothing.
-HEARTBEAT = object()
+
+def mark(token):
+    """The mark that starts every framed line of the run with ``token``."""
+    return "\x1eacor:" + token + "\x1e"
 
 
 def inherited_token():
@@ -72,12 +74,12 @@ def new_token():
 
 def frame(section, token):
     """Wrap the text of one rendered section in the run's marks."""
-    mark = _MARK.format(token)
-    return f"{mark}{section}{mark}end\n"
+    start = mark(token)
+    return f"{start}{section}{start}end\n"
 
 
 def heartbeat_frame(token):
-    return _MARK.format(token) + "heartbeat\n"
+    return mark(token) + "heartbeat\n"
 
 
 def truncation_note(dropped_bytes, sha256_hex):

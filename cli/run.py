@@ -19,7 +19,7 @@ import time
 from acor import exitcodes, framing, grammar
 from acor.events import Error, Status
 
-from .relay import LineReader, StreamDecoder
+from acor.decode import LineReader, StreamDecoder
 from .render import Coalescer, make_sink
 
 
@@ -325,7 +325,7 @@ class Run:
 
     def _dispatch(self, events):
         for event in events:
-            if event is framing.HEARTBEAT:
+            if event.type == "heartbeat":
                 self.last_activity = time.monotonic()
             elif self.final is not None:
                 self._divert(event)

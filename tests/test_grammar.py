@@ -14,11 +14,11 @@ from acor import framing
 from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
                          InputNeeded, Output, OutputData, OutputFiles,
                          Progress, Session, Status, Suggestions, Text,
-                         Unknown)
+                         Unknown, Heartbeat)
 from acor.grammar import (HEARTBEAT_LINE, Parser, escape_inline, escape_text,
                           fence_for, is_error_code, is_state_word, parse,
                           render, unescape_inline, unescape_text)
-from acor.cli.relay import StreamDecoder
+from acor.decode import StreamDecoder
 
 COMPLETE = "## Status: Complete\n\n"
 
@@ -449,8 +449,9 @@ def test_cr_at_the_very_end_ends_the_last_line():
     (Output("t"), ["type", "text"]),
     (OutputData("json", {}), ["type", "format", "data"]),
     (OutputFiles([]), ["type", "files"]),
-    (Error("t", "E"), ["type", "title", "code", "details", "recovery"]),
-    (InputNeeded("m"), ["type", "message"]),
+    (Error("t", "E"), ["type", "title", "code", "details", "recovery",
+                       "next"]),
+    (InputNeeded("m"), ["type", "message", "fields", "audience", "next"]),
     (AIDirective([]), ["type", "items"]),
     (Suggestions([], "t"), ["type", "title", "items"]),
     (Session("s"), ["type", "id"]),
@@ -518,7 +519,7 @@ def test_raw_text_before_a_mark_on_the_same_line_is_kept():
 def test_heartbeat_mark_is_reported_as_heartbeat():
     line = framing.heartbeat_frame(TOKEN)
     assert line == MARK + "heartbeat\n"
-    assert decode([line.rstrip("\n")]) == [framing.HEARTBEAT]
+    assert decode([line.rstrip("\n")]) == [Heartbeat()]
 
 
 def test_stray_end_mark_outside_a_section_is_dropped():

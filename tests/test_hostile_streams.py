@@ -468,7 +468,7 @@ def expected_events(calls, ending):
                            "details": None if details is None else
                            fold(details),
                            "recovery": None if recovery is None else
-                           fold(recovery)})
+                           fold(recovery), "next": None})
         elif name == "ai_directive":
             directives.append(fold(args[0]))
         elif name == "suggestions":
@@ -479,7 +479,8 @@ def expected_events(calls, ending):
     if directives:
         events.append({"type": "ai_directive", "items": directives})
     if ending[0] == "input_needed":
-        events.append({"type": "input_needed", "message": fold(ending[1])})
+        events.append({"type": "input_needed", "message": fold(ending[1]),
+                       "fields": None, "audience": "agent", "next": None})
     else:
         events.append({"type": "status", "state": ending[0], "message": ""})
     return events

@@ -28,8 +28,8 @@ from acor import AcorTool, ToolState
 from acor.events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
                          OutputData, Progress, Session, Status, Suggestions)
 import acor.tool as acor_tool
-from acor.framing import HEARTBEAT
-from acor.cli.relay import StreamDecoder
+from acor.events import Heartbeat
+from acor.decode import StreamDecoder
 from acor.grammar import (Parser, fold_newlines, is_error_code, parse,
                           render, unescape_inline)
 
@@ -345,7 +345,7 @@ def test_property_framed_run_decodes_to_the_same_events(calls, ending):
     assert lines.pop() == ""
     events = [e for line in lines for e in decoder.feed(line)]
     events += decoder.close()
-    assert [e for e in events if e is not HEARTBEAT] == parse(
+    assert [e for e in events if e.type != "heartbeat"] == parse(
         play(calls, ending))
 
 

@@ -26,9 +26,9 @@ import pytest
 import acor.tool as tool_module
 from acor import AcorStateError, AcorTool, ToolState, exitcodes, framing
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
-                         Progress, Status, Suggestions, Text)
+                         Heartbeat, Progress, Status, Suggestions, Text)
 from acor.grammar import HEARTBEAT_LINE, parse
-from acor.cli.relay import StreamDecoder
+from acor.decode import StreamDecoder
 
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "00112233445566778899aabbccddeeff"
@@ -907,7 +907,7 @@ def test_frame_decoder_reads_the_framed_run(tmp_path):
               for e in decoder.feed(line)] + decoder.close()
     assert events == [
         Text("raw before"), READY, Text("## AI Directive"),
-        Progress(50, "Half\n## Status: Complete"), framing.HEARTBEAT,
+        Progress(50, "Half\n## Status: Complete"), Heartbeat(),
         COMPLETE]
 
 
@@ -942,7 +942,7 @@ def test_an_explicit_frame_token_frames_sections():
 def framed_events(stream_text):
     decoder = StreamDecoder(TOKEN)
     return [e for e in decoder.feed(stream_text.rstrip("\n"))
-            if e is not framing.HEARTBEAT] + decoder.close()
+            if e.type != "heartbeat"] + decoder.close()
 
 
 def test_framed_progress_is_throttled_but_the_latest_is_never_lost():

@@ -1,4 +1,12 @@
-"""Read and parse: a tool's stdout bytes into events, in bounded memory.
+"""Decode a framed ACOR byte stream into events, in bounded memory.
+
+Anyone holding the run's token can read what a tool wrote::
+
+    decoder = Decoder(token)
+    for chunk in chunks:                 # bytes, as they arrive
+        for event in decoder.feed(chunk):
+            ...
+    events = decoder.close()
 
 Two stages, both fed as data arrives:
 
@@ -12,16 +20,13 @@ Two stages, both fed as data arrives:
   heavy case and a Python loop per line would dominate the relay's cost.
 """
 
-from acor import grammar
-from acor.events import Text
-from acor.framing import HEARTBEAT, truncation_note
+from . import grammar
+from .events import Heartbeat, Text
+from .framing import FRAME_PREFIX, mark, truncation_note
 
 MAX_LINE = 1 << 20          # bytes of one line kept before truncating
 MAX_SECTION = 16 << 20      # characters of one section kept
 SLICE = 1 << 16             # bytes looked at for line ends at a time
-# Every framed line begins so (see acor.framing): the one place where a new
-# line can start inside a raw line.
-FRAME_PREFIX = b"\x1eacor:"
 
 
 class LineReader:
@@ -122,7 +127,7 @@ class LineReader:
 
 class StreamDecoder:
     """Blocks of complete lines in; :class:`~acor.events.Text`, section
-    events and :data:`~acor.framing.HEARTBEAT` out.
+    events and :class:`~acor.events.Heartbeat` out.
 
     Only sections marked with this run's token are sections; every other
     line is text. A section cut off by the end of the stream is returned as
@@ -130,7 +135,7 @@ class StreamDecoder:
     """
 
     def __init__(self, token, max_section=MAX_SECTION):
-        self._mark = "\x1eacor:" + token + "\x1e"
+        self._mark = mark(token)
         self._end = self._mark + "end"
         self._max = max_section
         self._heading = None
@@ -157,7 +162,7 @@ class StreamDecoder:
             eol = size if eol < 0 else eol
             rest = block[at + len(self._mark):eol]
             if rest == "heartbeat":
-                events.append(HEARTBEAT)
+                events.append(Heartbeat())
             elif rest.startswith("## "):
                 self._heading = rest[3:]
             pos = eol + 1
@@ -215,3 +220,30 @@ class StreamDecoder:
     def _reset(self):
         self._heading, self._parts, self._size, self._dropped = \
             None, [], 0, None
+
+
+class Decoder:
+    """Bytes of a framed stream in, events out: :class:`LineReader` then
+    :class:`StreamDecoder`, for callers that do not need the two stages."""
+
+    def __init__(self, token, max_line=MAX_LINE, max_section=MAX_SECTION):
+        self.lines = LineReader(max_line)
+        self.sections = StreamDecoder(token, max_section)
+
+    def feed(self, data):
+        events = []
+        for block in self.lines.feed(data):
+            events += self.sections.feed(block)
+        return events
+
+    def close(self):
+        events = []
+        for block in self.lines.close():
+            events += self.sections.feed(block)
+        return events + self.sections.close()
+
+
+def decode(data, token):
+    """Every event in a complete framed stream (bytes)."""
+    decoder = Decoder(token)
+    return decoder.feed(data) + decoder.close()
