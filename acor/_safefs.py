@@ -81,17 +81,14 @@ class Folder:
     def open(cls, path, create=None):
         """The folder at ``path``; None if it does not exist (``create``
         None) or is a plain file. ``create``: a mode to make it with (and
-        its parents) if missing. Unsafe if it is a symbolic link or cannot
-        be opened."""
+        its parents) if missing. Unsafe if it is a symbolic link (or, with
+        ``create``, a plain file); OSError if it cannot be made or opened
+        (a parent that is a file, no permission)."""
         if create is not None:
             try:
                 os.makedirs(path, mode=create, exist_ok=True)
             except FileExistsError:  # a dangling link or a file: see below
                 pass
-            except (OSError, ValueError) as exc:
-                raise Unsafe("it cannot be created: "
-                             f"{getattr(exc, 'strerror', None) or exc}"
-                             ) from None
         if not _DIR_FD:  # pragma: no cover - Windows
             if os.path.islink(path):
                 raise Unsafe(LINK)
@@ -104,17 +101,15 @@ class Folder:
             fd = os.open(path, os.O_RDONLY | DIRECTORY | NOFOLLOW | CLOEXEC)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as exc:  # ValueError: a NUL in path
-            if isinstance(exc, OSError) and _is_link_error(exc, path):
+        except OSError as exc:
+            if _is_link_error(exc, path):
                 raise Unsafe(LINK) from None
-            if getattr(exc, "errno", None) == errno.ENOTDIR and \
-                    os.path.lexists(path):
+            if exc.errno == errno.ENOTDIR and os.path.lexists(path):
                 # A plain file where the folder would be: not one we made.
                 if create is not None:
                     raise Unsafe("it is not a directory") from None
                 return None
-            raise Unsafe("it cannot be opened: "
-                         f"{getattr(exc, 'strerror', None) or exc}") from None
+            raise
         return cls(path, fd)
 
     def _at(self, name):

@@ -236,7 +236,10 @@ class SessionStore:
         """Delete the session (even a corrupt one: a link, a FIFO). True if
         it existed."""
         path = self.path(session_id)
-        folder = self._open_folder(create=False)
+        try:
+            folder = self._open_folder(create=False)
+        except NotADirectoryError:  # the state dir is a file: nothing here
+            return False
         if folder is None:
             return False
         # The lock file stays: deleting it while another process waits on it
@@ -362,6 +365,12 @@ def list_sessions(state_dir, tool=None):
         except CorruptSessionError as exc:
             found.append(SessionSummary(name, None, None, None, 0, exc.path,
                                         str(exc)))
+            continue
+        except OSError as exc:  # no permission: say so, list the others
+            found.append(SessionSummary(
+                name, None, None, None, 0, store.folder,
+                f"Session folder {store.folder} cannot be read: "
+                f"{exc.strerror}"))
             continue
         if folder is None:
             continue

@@ -152,6 +152,10 @@ def _open_dir(directory, create=False):
         folder = Folder.open(directory, 0o700 if create else None)
     except Unsafe as exc:
         return None, exc.reason
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        verb = "created" if create else "opened"
+        return None, (f"it cannot be {verb}: "
+                      f"{getattr(exc, 'strerror', None) or exc}")
     if folder is None:
         return None, None if not os.path.lexists(directory) else \
             "it is not a directory"

@@ -190,7 +190,7 @@ def test_terminal_injection_through_acor_format_rich(project):
     """End to end: a tool's raw output and sections, on a colour terminal
     (FORCE_COLOR), carry no sequence but rich's styling."""
     project.add_tool("hostile", """
-            from acor import AcorTool
+        from acor import AcorTool
         payloads = %r
         with AcorTool("hostile", "1.0.0") as tool:
             for p in payloads:

@@ -197,6 +197,19 @@ def test_a_plain_file_where_the_tool_folder_would_be(state):
     assert (state / "etl").read_text() == "not a folder"
 
 
+def test_a_state_dir_that_is_a_file(tmp_path):
+    """Reading or saving is an OSError for the caller to report (as
+    before); listing and clearing find nothing."""
+    state = tmp_path / "file"
+    state.write_text("x")
+    store = SessionStore(state, "etl")
+    with pytest.raises(NotADirectoryError):
+        store.latest("s")
+    with pytest.raises(OSError):
+        store.save("s", "c", {})
+    assert not store.clear("s") and list_sessions(state) == []
+
+
 def test_clear_removes_a_fifo_or_link_not_its_target(state, tmp_path):
     target = tmp_path / "target"
     target.write_text("keep")
