@@ -69,16 +69,19 @@ def rows(work, env):
     return results
 
 
-def header(where):
-    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+def header(where, load_before):
+    """When, where and how busy: the load average (1 min) before and after
+    says how much the machine's other users may have moved the numbers."""
     return (f"acor bench, {time.strftime('%Y-%m-%d %H:%M')}, "
             f"{os.cpu_count()} cores ({platform.machine()}), "
-            f"Python {platform.python_version()}, load {load}"
+            f"Python {platform.python_version()}, load {load_before:.1f} "
+            f"before, {os.getloadavg()[0]:.1f} after"
             f"{'  (BENCH_QUICK: not for numbers)' if QUICK else ''}\n{where}")
 
 
 def main():
     started = time.perf_counter()
+    load_before = os.getloadavg()[0]
     work = tempfile.mkdtemp(prefix="acor-bench-")
     try:
         env = clean_env(os.path.join(work, "cache"))
@@ -90,7 +93,7 @@ def main():
         results = rows(work, env)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"\n{header(where)}\n")
+    print(f"\n{header(where, load_before)}\n")
     print(table(results))
     missed = [r.name for r in results if r.ok is False]
     counted = [r for r in results if r.ok is not None]
