@@ -101,7 +101,7 @@ def default_format(options, config):
 def _ensure_std_fds():
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
-    for fd in (0, 1, 2):
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
         except OSError:
@@ -109,6 +109,9 @@ def _ensure_std_fds():
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+            if getattr(sys, name) is None:  # Python saw it closed at start
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w",
+                                        encoding="utf-8", closefd=False))
 
 
 def main(argv=None):
