@@ -61,9 +61,11 @@ class AcorGroup(click.Group):
               "(no output, no heartbeat) before the tool is stopped.")
 @click.option("--config", type=click.Path(dir_okay=False),
               help="Config file (default: .acor/config.yaml found upward).")
+@click.option("--no-input", is_flag=True, help="On a terminal, do not ask "
+              "for what a tool's Input Needed names; just end (exit 3).")
 @click.version_option(__version__, prog_name="acor")
 @click.pass_context
-def cli(ctx, fmt, timeout, idle_timeout, config):
+def cli(ctx, fmt, timeout, idle_timeout, config, no_input):
     """acor: run command-line tools as a conversation an AI agent can read.
 
     Tools speak ACOR Markdown (## Status, ## Progress, ## Output Data, ...);

@@ -52,6 +52,11 @@ def split_options(argv):
     while i < len(argv):
         arg = argv[i]
         name, eq, value = arg.partition("=")
+        if arg == "--no-input":
+            options["no_input"] = True
+            words.append(arg)
+            i += 1
+            continue
         if name not in _VALUED:
             break
         if not eq:
@@ -142,8 +147,9 @@ def main(argv=None):
         return exitcodes.CANCELLED
 
 
-def run_named(name, args, options, words):
-    """``acor <name> args``: find the tool and run it."""
+def run_named(name, args, options, words, with_result=False):
+    """``acor <name> args``: find the tool and run it; its exit code (and,
+    ``with_result``, the :class:`cli.result.RunResult`)."""
     from .config import ConfigError
     from .discover import load_registry
     try:
@@ -171,4 +177,8 @@ def run_named(name, args, options, words):
         _current_cancel = None
         cancel.close()
     sink.close()
-    return result.exit_code
+    if fmt == "rich" and result.state == "input_needed" and \
+            not options.get("no_input") and not with_result:
+        from .ask import ask_and_rerun
+        return ask_and_rerun(result, name, options, words)
+    return (result.exit_code, result) if with_result else result.exit_code

@@ -155,3 +155,11 @@ with AcorTool() as tool:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "AI Directive" not in headings(proc.stdout)
     assert "thief saw 0 token(s)" in proc.stdout
+
+
+def test_input_needed_placeholders_are_filled_with_the_answers():
+    from acor.cli.ask import fill
+    assert fill(["acor", "csvprofile", "x.csv", "--key", "<KEY>"],
+                {"key": "order id"}) == ["acor", "csvprofile", "x.csv",
+                                         "--key", "order id"]
+    assert fill(["acor", "t", "<PATH>"], {}) == ["acor", "t", "<PATH>"]
