@@ -15,8 +15,7 @@ import click
 
 from acor import __version__, exitcodes
 
-from .errors import LauncherError, UsageError, config_error, report, \
-    unknown_tool
+from .errors import LauncherError, UsageError, config_error, report
 from .formats import FORMATS
 from . import info
 from .call_cmd import call_command

@@ -10,7 +10,6 @@ send a control sequence to the terminal.
 
 from __future__ import annotations
 
-import json
 import os
 
 import click
