@@ -26,89 +26,14 @@ from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
                      OutputData, OutputFiles, Progress, Session, Status,
                      Suggestions, Text, Unknown)
 
-# --- escaping ---------------------------------------------------------------
+from .escaping import (code_span, escape_inline, escape_nested, escape_text,
+                       fence_for, fold_newlines, uncode_span, unescape_inline,
+                       unescape_text)
 
-# A line is "risky" when, after any leading blanks, it could begin a heading
-# (ATX or a setext underline), a fence, an HTML block that does not end at a
-# blank line (CommonMark types 1-5), or when it begins with our own escape
-# character or the framing mark. Risky lines get one backslash in front of
-# that first character: CommonMark shows `\#` as `#`, so people read the
-# text as written, and the parser removes exactly that one backslash.
-# `<pre` and its kin are risky whatever follows them: CommonMark wants a
-# space, tab or `>`, but markdown-it and others accept any Unicode space
-# (`<pre\v`, `<pre\u2028`), and one escape too many costs nothing.
-_RISKY = (r"[ \t\f\v]*(?="
-          r"\#{1,6}(?:[ \t]|$)"
-          r"|=+[ \t]*$|-+[ \t]*$"
-          r"|`{3}|~{3}"
-          r"|<(?i:script|pre|style|textarea)|<[!?]"
-          r"|\\|\x1e)")
-# Matching at every line start with ``^`` and re.M makes the regex engine try
-# every position of a megabyte of output. A line can only be risky if its
-# first non-blank character is one of these, so candidates are found with a
-# literal "\n" search (fast in C) and only they are checked in full.
-_RISKY_FIRST = frozenset(" \t\f\v#=-`~<\\\x1e")
-_CANDIDATE = re.compile(r"\n[ \t\f\v]*[#=\-`~<\\\x1e]")
-_RISKY_AT = re.compile(_RISKY, re.M)
-_ESCAPED_AT = re.compile(r"(\n[ \t\f\v]*)\\")
-_NEWLINES = re.compile(r"\r\n?")
-
-
-def fold_newlines(text):
-    """CRLF and lone CR become LF, as CommonMark reads them. Other separators
-    (U+2028, U+0085, form feed) are not line ends in CommonMark and stay."""
-    return _NEWLINES.sub("\n", text) if "\r" in text else text
-
-
-def escape_text(text):
-    """Escape multi-line free text so that no line of it has block meaning."""
-    if "\r" in text:
-        text = fold_newlines(text)
-    if "\n" not in text:
-        if text[:1] not in _RISKY_FIRST:
-            return text
-        match = _RISKY_AT.match(text)
-        return text[:match.end()] + "\\" + text[match.end():] if match \
-            else text
-    source = "\n" + text
-    parts, last = [], 0
-    for candidate in _CANDIDATE.finditer(source):
-        match = _RISKY_AT.match(source, candidate.start() + 1)
-        if match:
-            parts += (source[last:match.end()], "\\")
-            last = match.end()
-    if not parts:
-        return text
-    parts.append(source[last:])
-    return "".join(parts)[1:]
-
-
-def unescape_text(text):
-    """Undo :func:`escape_text`: drop the backslash after a line's blanks."""
-    if "\\" not in text:
-        return text
-    return _ESCAPED_AT.sub(r"\1", "\n" + text)[1:]
-
-
-_INLINE_UNESCAPE = re.compile(r"\\([\\n#])")
-_INLINE_MAP = {"\\": "\\", "n": "\n", "#": "#"}
-_CLOSING_HASHES = re.compile(r"#+[ \t]*\Z")
-
-
-def escape_inline(text):
-    """Escape text that must stay on the heading line: a backslash doubles,
-    a line break becomes ``\\n`` and a trailing run of ``#``, alone or
-    followed by spaces and tabs (which CommonMark would strip as a closing
-    sequence), gets a backslash."""
-    text = fold_newlines(text).replace("\\", "\\\\").replace("\n", "\\n")
-    return _CLOSING_HASHES.sub(r"\\\g<0>", text)
-
-
-def unescape_inline(text):
-    """Undo :func:`escape_inline`."""
-    if "\\" not in text:
-        return text
-    return _INLINE_UNESCAPE.sub(lambda m: _INLINE_MAP[m.group(1)], text)
+__all__ = ["render", "parse", "parse_section", "Parser", "escape_text",
+           "escape_nested", "unescape_text", "escape_inline",
+           "unescape_inline", "fold_newlines", "fence_for", "is_state_word",
+           "is_error_code", "format_percent", "HEARTBEAT_LINE"]
 
 
 def _indent_continuation(lines):
@@ -120,32 +45,18 @@ def _indent_continuation(lines):
 def _item_lines(item):
     """One ``- `` bullet whose later lines are indented under it.
 
-    CommonMark puts the item's content where its first line starts: after
-    ``-  x`` (or ``-`` then a blank line) the two-space lines below would
-    fall out of the item, and a following bare ``-`` would underline them
-    as a heading. So a first line that starts with a blank, or is empty
-    with more lines to come, gets a backslash in front (removed on parsing
-    like every escape), which keeps the content at column 2."""
-    first, *rest = escape_text(item).split("\n")
-    if first[:1] in (" ", "\t") or (rest and not first):
-        first = "\\" + unescape_text(first)
-    head = "- " + first if first else "-"
-    return [head] + _indent_continuation(rest)
-
-
-def fence_for(text):
-    """A backtick fence longer than any backtick run in ``text``."""
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    return "`" * max(3, longest + 1)
-
-
-def _code_span(text):
-    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
-    ticks = "`" * (longest + 1)
-    if text[:1] == "`" or text[-1:] == "`" or (
-            text[:1] == " " and text[-1:] == " " and text.strip(" ")):
-        text = " " + text + " "
-    return ticks + text + ticks
+    The text is escaped with :func:`escape_nested`, so no line of it can
+    open a block: the first line can never make the bullet a thematic
+    break (``- - -``), a line with leading blanks gets its backslash before
+    them (so it can neither become code nor move the item's content off
+    column 2), and no later line can start a list, a quote or an underline
+    of its own. An empty or blank first line gets a backslash too: a bare
+    ``-`` (or ``-`` and blanks) is an empty item, which cannot interrupt a
+    paragraph and so would be read as a setext underline after one."""
+    first, *rest = escape_nested(item).split("\n")
+    if not first.strip(" \t"):
+        first = "\\" + first
+    return ["- " + first] + _indent_continuation(rest)
 
 
 # --- rendering --------------------------------------------------------------
@@ -202,10 +113,10 @@ def _render_output_files(e):
             meta = f"{f['bytes']} bytes, sha256 {f['sha256']}"
         else:
             meta = kind
-        head = f"- {_code_span(f['path'])} [{meta}]"
+        head = f"- {code_span(f['path'])} [{meta}]"
         description = f.get("description")
         if description:
-            first, *rest = escape_text(description).split("\n")
+            first, *rest = escape_nested(description).split("\n")
             lines.append(f"{head}: {first}")
             lines.extend(_indent_continuation(rest))
         else:
@@ -214,13 +125,13 @@ def _render_output_files(e):
 
 
 def _field_lines(label, value):
-    first, *rest = escape_text(value).split("\n")
+    first, *rest = escape_nested(value).split("\n")
     return [f"**{label}**:" + (" " + first if first else "")] + \
         _indent_continuation(rest)
 
 
 def _render_error(e):
-    lines = [f"**Code**: {e.code}"]
+    lines = [f"**Code**: {escape_inline(e.code)}"]
     if e.details is not None:
         lines += _field_lines("Details", e.details)
     if e.recovery is not None:
@@ -336,13 +247,6 @@ def _parse_fields(body):
     return {k: "\n".join(v) for k, v in fields.items()}
 
 
-def _unspan(text):
-    if len(text) >= 2 and text[0] == " " and text[-1] == " " and \
-            text.strip(" "):
-        return text[1:-1]
-    return text
-
-
 def _parse_files(body):
     files = []
     for line in body.split("\n") if body else []:
@@ -350,7 +254,7 @@ def _parse_files(body):
         if match:
             ticks, path, size, digest, kind, description = match.groups()
             files.append({
-                "path": _unspan(path),
+                "path": uncode_span(path),
                 "description": unescape_text(description or ""),
                 "kind": kind or "file",
                 "bytes": int(size) if size else None,
@@ -394,7 +298,8 @@ def parse_section(heading, body):
         return Progress(int(value) if value == int(value) else value, text)
     if kind == "Error":
         fields = _parse_fields(body)
-        return Error(unescape_inline(arg), fields.get("Code", ""),
+        return Error(unescape_inline(arg),
+                     unescape_inline(fields.get("Code", "")),
                      fields.get("Details"), fields.get("Recovery"))
     if kind == "Output Data" and arg is None:
         fenced = _parse_fenced(body)

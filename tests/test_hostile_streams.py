@@ -416,8 +416,16 @@ def test_wrapped_program_named_attacks(project, tmp_path):
 
 # --- 3. text passed to library methods, raw output between (fuzz) ---------
 
+# Text built from block markers, blanks, digits and line ends, the way the
+# forged list-item heading of issue 10 was (see tests/test_forging.py).
+BLOCK_PIECES = st.sampled_from([
+    "-", "-", "*", "_", "+", "=", "#", "##", ">", "```", "<div>", "[x]:",
+    "\\", " ", "  ", "    ", "\t", "1", ".", ")", "\n", "\n", "\n\n",
+    "\r", "AI Directive", "x", "**Next**:", "**Code**:", "",
+])
 TEXT = st.one_of(st.text(max_size=30),
-                 PAYLOAD.map(lambda b: b.decode("utf-8", "replace")))
+                 PAYLOAD.map(lambda b: b.decode("utf-8", "replace")),
+                 st.lists(BLOCK_PIECES, max_size=12).map("".join))
 CODES = st.from_regex(r"[A-Za-z0-9_.:-]{1,20}", fullmatch=True)
 STATES = ["working", "In review", "loading-data", "Bogus"]
 CALLS = st.one_of(
