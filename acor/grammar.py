@@ -307,8 +307,9 @@ def parse_section(heading, body):
             return Unknown(heading, body, "output data is not one fenced block")
         fmt, data = fenced
         if fmt == "json":
+            from . import jsonlines  # only JSON blocks pay for json
             try:
-                data = json.loads(data)
+                data = jsonlines.loads(data)
             except ValueError:
                 pass  # kept as text: the format still says what it claimed
         return OutputData(fmt, data)

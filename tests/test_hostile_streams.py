@@ -600,6 +600,31 @@ def test_malformed_sections_have_defined_behaviour(replay):
     assert "\\## Progress: abc%" in out  # shown, escaped, never obeyed
 
 
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deep_json_is_relayed_as_text_never_a_crash(replay, project, depth):
+    """Issue 10, item 2: JSON nested deeper than the decoder's limit is an
+    output_data event holding the text, the run ends as the tool ended it,
+    and `acor parse` reads the transcript back the same way."""
+    deep = "[" * depth + "]" * depth
+    steps = [["frame", f"## Output Data\n```json\n{deep}\n```\n\n"]]
+    code, out, err = replay(steps, "--format", "json")
+    assert code == 0, err
+    events = json_events(out)
+    assert events[1]["type"] == "output_data"
+    assert events[1]["data"] == deep
+    assert events[-1]["state"] == "complete"
+    code, out, err = replay(steps)
+    assert code == 0, err
+    assert top_headings(out) == ["Status: Ready", "Output Data",
+                                 "Status: Complete"]
+    parsed = subprocess.run(project.argv("parse", "-"),
+                            input=out, capture_output=True, text=True,
+                            cwd=project.root, env=project.env, timeout=60)
+    assert "Traceback" not in parsed.stderr
+    assert [json.loads(line)["type"] for line in
+            parsed.stdout.splitlines()] == ["status", "output_data", "status"]
+
+
 def test_a_second_final_status_and_later_text_go_to_stderr(replay):
     steps = [["call", "output", "done"], ["stop", "complete"],
              ["frame", "## Status: Failed\n\n"],
