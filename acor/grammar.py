@@ -19,7 +19,6 @@ parsing undoes the escaping exactly::
 The rules, with the reasons behind them, are in ``docs/protocol.md``.
 """
 
-import json
 import re
 
 from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
@@ -97,9 +96,22 @@ def _render_output(e):
     return _text_section("Output", e.text)
 
 
+def _json_block(data):
+    """``data`` as indented strict JSON; a value json cannot write as it is
+    (NaN, deep nesting, odd keys) goes through :func:`jsonlines.jsonable`
+    first, which never fails."""
+    import json
+    try:
+        return json.dumps(data, indent=2, ensure_ascii=False,
+                          allow_nan=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        from .jsonlines import MAX_DEPTH, jsonable
+        return json.dumps(jsonable(data, MAX_DEPTH), indent=2,
+                          ensure_ascii=False)
+
+
 def _render_output_data(e):
-    text = e.data if isinstance(e.data, str) else json.dumps(
-        e.data, indent=2, ensure_ascii=False, default=str)
+    text = e.data if isinstance(e.data, str) else _json_block(e.data)
     text = fold_newlines(text)
     fence = fence_for(text)
     return _section("Output Data", [fence + e.format, text, fence])
