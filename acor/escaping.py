@@ -81,7 +81,8 @@ def escape_text(text: str) -> str:
         return text[:match.end()] + "\\" + text[match.end():] if match \
             else text
     source = "\n" + text
-    parts, last = [], 0
+    parts: list[str] = []
+    last = 0
     for candidate in _CANDIDATE.finditer(source):
         match = _RISKY_AT.match(source, candidate.start() + 1)
         if match:

@@ -1,10 +1,11 @@
 """JSON in and out of acor, safely.
 
 :func:`dumps` writes one record as one line of strict JSON, whatever the
-record holds; :func:`loads` reads a JSON value a tool wrote (an ``Output Data`` block)
-without ever raising anything but :class:`ValueError`: a value nested deeper
-than :data:`MAX_DEPTH` levels is refused before decoding, so neither the
-decoder nor anything that re-encodes the value later can run out of stack.
+record holds. :func:`loads` reads a JSON value a tool wrote (an ``Output
+Data`` block) without ever raising anything but :class:`ValueError`: a value
+nested deeper than :data:`MAX_DEPTH` levels is refused before decoding, so
+neither the decoder nor anything that re-encodes the value later can run
+out of stack.
 """
 
 import json
@@ -32,7 +33,7 @@ def _nesting_over(text: str, limit: int) -> bool:
     if '"' in text:
         text = _STRING.sub("", text)
     brackets = _NOT_BRACKET.sub("", text)
-    run = re.compile(r"[\[{]{%d}" % (limit + 1))
+    run = re.compile(r"[\[{]{" + str(limit + 1) + "}")
     depth = 0
     while brackets:
         if run.search(brackets):
