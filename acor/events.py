@@ -223,3 +223,40 @@ class Unknown(Event):
         self.body = body
         self.reason = reason
 
+
+
+class Stderr(Event):
+    """What the tool wrote to its stderr (JSON output only: in Markdown it
+    goes to acor's own stderr, never into the transcript)."""
+
+    __slots__ = ("text",)
+    type = "stderr"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class Result(Event):
+    """The last JSON line of every run: how it ended, for programs (JSON
+    output only: a Markdown transcript ends with its final status, and the
+    exit code says the rest). ``state`` is complete, failed, cancelled,
+    input_needed or timeout; ``next`` an argv to run next, or None."""
+
+    __slots__ = ("exit_code", "state", "error_code", "duration_ms", "tool",
+                 "version", "argv", "session", "next")
+    type = "result"
+
+    def __init__(self, exit_code: int, state: str,
+                 error_code: str | None = None, duration_ms: int = 0,
+                 tool: str = "", version: str | None = None,
+                 argv: list[str] | None = None, session: str | None = None,
+                 next: list[str] | None = None) -> None:
+        self.exit_code = exit_code
+        self.state = state
+        self.error_code = error_code
+        self.duration_ms = duration_ms
+        self.tool = tool
+        self.version = version
+        self.argv = [] if argv is None else argv
+        self.session = session
+        self.next = next

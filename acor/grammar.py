@@ -32,7 +32,8 @@ from .escaping import (escape_inline, escape_nested, escape_text, fence_for,
                        fold_newlines, unescape_inline, unescape_text)
 from .events import (AIDirective, Checkpoint, Error, Event, Heartbeat,
                      InputNeeded, Output, OutputData, OutputFiles, Progress,
-                     Session, Status, Suggestions, Text, Unknown)
+                     Result, Session, Status, Stderr, Suggestions, Text,
+                     Unknown)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
@@ -157,11 +158,20 @@ def _read_error(value, body):
 
 
 def _input_needed(e):
-    return _text_section("Input Needed", e.message)
+    fields = layout.INPUT_FIELDS.lines(e)
+    if not fields:
+        return _text_section("Input Needed", e.message)
+    # A blank line between the message and the fields: whatever block the
+    # message ends in (a list, a quote), the field lines are not part of it.
+    lines = [escape_text(e.message), ""] if e.message else []
+    return _section("Input Needed", lines + fields)
 
 
 def _read_input_needed(value, body):
-    return InputNeeded(unescape_text(body))
+    lead, fields = layout.INPUT_FIELDS.read(body)
+    if lead and lead[-1] == "" and len(lead) < body.count("\n") + 1:
+        lead.pop()  # the blank line before the fields
+    return InputNeeded(unescape_text("\n".join(lead)), **fields)
 
 
 def _suggestions(e):
@@ -215,6 +225,10 @@ NOT_SECTIONS: dict[type[Event], Callable[[Any], str]] = {
     Unknown: lambda e: _text(Text(
         "## " + e.heading + ("\n" + e.body if e.body else ""))),
     Heartbeat: lambda e: HEARTBEAT_LINE + "\n",
+    # JSON only: the tool's stderr goes to acor's stderr, and a Markdown
+    # transcript's ending (its final status, the exit code) is its result.
+    Stderr: lambda e: "",
+    Result: lambda e: "",
 }
 """How the events that are not sections are written in Markdown."""
 

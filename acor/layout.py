@@ -112,7 +112,8 @@ class Fields:
     def read(self, body: str) -> tuple[list[str], dict[str, Any]]:
         """The lines before the first field line, and every field's value
         by attribute (its default when absent). Field lines start at column
-        0; a label seen before continues the current field."""
+        0; a label seen before continues the current field. The lead lines
+        are all the lines when there is no field line."""
         lead: list[str] = []
         raw: dict[str, list[str]] = {}
         current = None
@@ -132,12 +133,52 @@ class Fields:
         return lead, values
 
 
-# Values are written as nested text (any number of lines) or, when they
-# must stay on one line, inline-escaped.
+def write_argv(argv: list[str]) -> str:
+    """An argv as the shell command that runs it (``shlex.join``), nested-
+    escaped: an argument with a line break spans continuation lines."""
+    import shlex  # only a next command pays for it
+    return escape_nested(shlex.join([str(arg) for arg in argv]))
+
+
+def read_argv(text: str) -> list[str] | None:
+    """The argv back; None when the text is not a complete shell command
+    (an unclosed quote: a hand-written section)."""
+    import shlex
+    try:
+        return shlex.split(unescape_text(text))
+    except ValueError:
+        return None
+
+
+def write_json(value: Any) -> str:
+    """A JSON value on one line, strict (see :mod:`acor.jsonlines`)."""
+    from .jsonlines import dumps
+    return dumps(value)
+
+
+def read_json(text: str) -> Any:
+    """The value back; None when the text is not JSON (a hand-written
+    section) or nests too deep."""
+    from .jsonlines import loads
+    try:
+        return loads(text)
+    except ValueError:
+        return None
+
+
+# Values are written as nested text (any number of lines), inline-escaped
+# when they must stay on one line, as a shell command or as one-line JSON.
+NEXT = Field("Next", "next", write_argv, read_argv)
 ERROR_FIELDS = Fields(
     Field("Code", "code", escape_inline, unescape_inline, "", always=True),
     Field("Details", "details", escape_nested, unescape_text),
     Field("Recovery", "recovery", escape_nested, unescape_text),
+    NEXT,
+)
+INPUT_FIELDS = Fields(
+    Field("Audience", "audience", escape_inline, unescape_inline, "agent"),
+    Field("Fields", "fields", write_json, read_json),
+    NEXT,
 )
 
 
