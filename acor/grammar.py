@@ -234,9 +234,16 @@ NOT_SECTIONS: dict[type[Event], Callable[[Any], str]] = {
 
 _RENDER = {s.event.type: s.render for s in SECTIONS}
 _RENDER.update((cls.type, write) for cls, write in NOT_SECTIONS.items())
-_BY_KIND = {s.kind: s for s in SECTIONS}
-# Longest first, so that "Output Data" is tried before "Output".
-_KIND = re.compile(r"(" + "|".join(sorted(_BY_KIND, key=len, reverse=True))
+# kind -> (parse, reason when the value is missing, reason when it should
+# not be there): parse_section runs once per section, so it looks up once.
+_PARSE = {s.kind: (s.parse,
+                   f"{s.kind} needs a value after ': '"
+                   if s.value is REQUIRED else None,
+                   f"{s.kind} takes no value" if s.value is NONE else None)
+          for s in SECTIONS}
+# In table order, the frequent kinds first; "Output" before "Output Data"
+# is fine: the anchored rest of the pattern makes the regex try on.
+_KIND = re.compile(r"(" + "|".join(map(re.escape, _PARSE))
                    + r")(?:: (.*))?$")
 
 
@@ -253,13 +260,12 @@ def parse_section(heading: str, body: str) -> Event:
     if not match:
         return Unknown(heading, body, "unknown section heading")
     kind, value = match.groups()
-    section = _BY_KIND[kind]
-    if value is None and section.value is REQUIRED:
-        return Unknown(heading, body, f"{kind} needs a value after ': '")
-    if value is not None and section.value is NONE:
-        return Unknown(heading, body, f"{kind} takes no value")
-    event = section.parse(value, body)
-    return Unknown(heading, body, event) if isinstance(event, str) else event
+    parse, missing, extra = _PARSE[kind]
+    reason = missing if value is None else extra
+    if reason:
+        return Unknown(heading, body, reason)
+    event = parse(value, body)
+    return Unknown(heading, body, event) if type(event) is str else event
 
 
 # --- the incremental parser ---------------------------------------------------
