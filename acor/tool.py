@@ -7,56 +7,62 @@
         tool.output({"rows": 1000})
         tool.suggestions(["Plot the distribution of column price"])
 
-Each method renders one section with :mod:`acor.grammar` and writes it
-whole, under one lock, with one write and a flush. A state machine guards the
-order: CREATED -> RUNNING -> COMPLETE | FAILED | CANCELLED (or INPUT_NEEDED).
+Each method renders one section and writes it whole, under one lock, with
+one write and a flush. A state machine guards the order: CREATED -> RUNNING
+-> COMPLETE | FAILED | CANCELLED (or INPUT_NEEDED).
+
+Every tool imports this module at start-up, so it imports only what the
+interpreter has loaded already (no enum, json, re, threading or typing):
+grammar, json and the rest come on the first call that needs them.
 """
 
-import enum
-import json
-import math
+import _thread
+import _weakref
 import os
 import sys
-import threading
 import time
 
-from . import exitcodes, framing, grammar
-from .errors import AcorStateError
+from . import exitcodes, framing
 from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
-                     OutputData, OutputFiles, Progress, Session, Status,
-                     Suggestions)
+                     OutputData, OutputFiles, Session, Status, Suggestions)
+from .progress import (DIRECT_PROGRESS_INTERVAL, PROGRESS_INTERVAL,
+                       ProgressMixin)
+from .quick import render
+from .toolstate import ToolState
 
+__all__ = ["AcorTool", "ToolState", "PROGRESS_INTERVAL",
+           "DIRECT_PROGRESS_INTERVAL"]
 
-class ToolState(enum.Enum):
-    CREATED = "created"
-    RUNNING = "running"
-    COMPLETE = "complete"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    INPUT_NEEDED = "input_needed"
-
-
-# Under the launcher, progress is written at most this often: the launcher
-# coalesces what an agent needs far more coarsely, and one write per call
-# would cost a system call and a wake-up of the launcher for each. The
-# latest progress is never lost: it goes out before any other section,
-# at stop, or from a timer within this interval.
-PROGRESS_INTERVAL = 0.02
-
+_RUNNING = ToolState.RUNNING
+_CREATED = ToolState.CREATED
 _FINAL = (ToolState.COMPLETE, ToolState.FAILED, ToolState.CANCELLED)
 _FORMATS = ("auto", "json", "yaml", "text", "markdown")
+_AUDIENCES = ("agent", "human")
 _SENTINEL = object()
 
 
-def _read_manifest():
-    """name and version from manifest.json beside the running script."""
+def _manifest_folder():
     script = sys.argv[0] if sys.argv and sys.argv[0] else ""
-    folder = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+    return os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+
+
+def _read_manifest():
+    """manifest.json beside the running script (a dict, {} when there is no
+    usable one) and the script's file stem."""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    manifest = {}
+    path = os.path.join(_manifest_folder(), "manifest.json")
     try:
-        with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (OSError, ValueError):
-        manifest = {}
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        raw = None
+    if raw is not None:
+        import json  # only tools that name themselves by manifest pay for it
+        try:
+            manifest = json.loads(raw)
+        except ValueError:
+            manifest = {}
     if not isinstance(manifest, dict):
         manifest = {}
     stem = os.path.splitext(os.path.basename(script))[0] if script else ""
@@ -69,25 +75,20 @@ def _text(value, what):
     return value
 
 
-def _percent(value):
-    """int 0-100 or float 0.0-1.0 (a float above 1.0 is a percent),
-    clamped to 0-100 and rounded to two decimals."""
-    if type(value) is int and 0 <= value <= 100:
-        return value  # the common case, checked first: progress is hot
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"progress must be an int (0-100) or a float "
-                        f"(0.0-1.0), not {type(value).__name__}")
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"progress must be a finite number, not {value}")
-        if value <= 1.0:
-            value *= 100
-    return _clamp(value)
+def _argv(value, what="next"):
+    """An argv list (``next``): a list or tuple of strings, or None."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+            not value or not all(isinstance(a, str) for a in value):
+        raise TypeError(f"{what} must be a non-empty list of strings (an argv "
+                        f"to run as is), not {value!r}")
+    return list(value)
 
 
-def _clamp(percent):
-    percent = round(min(100, max(0, percent)), 2)
-    return int(percent) if percent == int(percent) else percent
+def _state_error(message):
+    from .errors import AcorStateError  # only a misuse pays for it
+    return AcorStateError(message)
 
 
 def _file_entry(path, description):
@@ -127,7 +128,49 @@ def _file_entries(files):
     return entries
 
 
-class AcorTool:
+# --- fork safety --------------------------------------------------------------
+# A child forked while another thread (the progress timer, or a thread of the
+# tool's own) holds a tool's lock would wait for it forever: the thread that
+# holds it does not exist in the child. Before a fork we take every live
+# tool's lock, so no write is half done (its stream's own buffer lock is
+# free too); the parent then releases them and the child gets fresh ones.
+
+_live = set()      # weak references to every AcorTool not yet collected
+_held_for_fork = []
+
+
+def _track(tool):
+    _live.add(_weakref.ref(tool, _live.discard))
+
+
+def _tools():
+    return [tool for tool in (ref() for ref in list(_live)) if tool]
+
+
+def _before_fork():
+    for tool in _tools():
+        tool._lock.acquire()
+        _held_for_fork.append(tool)
+
+
+def _after_fork_in_parent():
+    while _held_for_fork:
+        _held_for_fork.pop()._lock.release()
+
+
+def _after_fork_in_child():
+    _held_for_fork.clear()
+    for tool in _tools():
+        tool._reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork,
+                        after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)
+
+
+class AcorTool(ProgressMixin):
     """One run of a tool, speaking ACOR on ``stream`` (default: whatever
     ``sys.stdout`` is at the time of each write).
 
@@ -135,12 +178,19 @@ class AcorTool:
     running script, then to the script's file stem and ``"1.0.0"``. Under the
     launcher, sections are framed with the run's token (see
     :mod:`acor.framing`); run directly, the tool writes plain ACOR Markdown.
+
+    ``progress_interval``: at most one Progress section per this many
+    seconds; the latest progress is never lost (see :mod:`acor.progress`).
+    None means 0.02 s under the launcher and 0.1 s run directly; 0 writes
+    every call.
     """
 
     def __init__(self, name=None, version=None, *, stream=None,
-                 frame_token=_SENTINEL):
+                 frame_token=_SENTINEL, progress_interval=None):
+        self._manifest = None
         if name is None or version is None:
             manifest, stem = _read_manifest()
+            self._manifest = manifest
             name = name or manifest.get("name") or stem
             version = version or manifest.get("version") or "1.0.0"
         self.name = str(name)
@@ -148,15 +198,15 @@ class AcorTool:
         self._stream = stream
         self._token = (framing.inherited_token() if frame_token is _SENTINEL
                        else frame_token)
-        self._lock = threading.RLock()
-        self._state = ToolState.CREATED
+        self._lock = _thread.RLock()
+        self._state = _CREATED
         self._directives = []
         self._errored = False
+        self._last_error_code = None
         self._session = None
         self._store = None
-        self._held = None            # the latest progress not yet written
-        self._progress_at = float("-inf")
-        self._timer = None
+        self._init_progress(progress_interval)
+        _track(self)
 
     @property
     def state(self):
@@ -168,46 +218,17 @@ class AcorTool:
     # --- writing --------------------------------------------------------
 
     def _write(self, section):
-        if self._held is not None:
-            self._write_held()  # the last progress before any other section
+        """Write one rendered section (the lock is held): the held progress,
+        if any, goes first, so that it is never lost behind another
+        section."""
+        if self._latest is not self._written:
+            self._write_held()
+        self._put(section)
+
+    def _put(self, section):
         if self._token:
             section = framing.frame(section, self._token)
         self._write_raw(section)
-
-    def _write_held(self):
-        held, self._held = self._held, None
-        self._progress_at = time.monotonic()
-        self._write(grammar.render(held))
-
-    def _progress(self, event):
-        """Write a progress event; under the launcher, throttled (see
-        PROGRESS_INTERVAL). A held event is rendered only if it is written."""
-        if not self._token:
-            return self._emit("progress", event)
-        with self._lock:
-            self._require_running("progress")
-            now = time.monotonic()
-            if now - self._progress_at >= PROGRESS_INTERVAL:
-                self._held = event
-                self._write_held()
-            else:
-                self._held = event
-                if self._timer is None:
-                    self._timer = threading.Timer(
-                        self._progress_at + PROGRESS_INTERVAL - now,
-                        self._release_held)
-                    self._timer.daemon = True
-                    self._timer.start()
-        return self
-
-    def _release_held(self):
-        with self._lock:
-            self._timer = None
-            if self._held is not None and self._state is ToolState.RUNNING:
-                try:
-                    self._write_held()
-                except (OSError, ValueError):
-                    pass  # stdout is gone; the main thread will hear of it
 
     def _write_raw(self, text):
         stream = self._stream if self._stream is not None else sys.stdout
@@ -215,19 +236,19 @@ class AcorTool:
         stream.flush()
 
     def _require_running(self, what):
-        if self._state is ToolState.RUNNING:
+        if self._state is _RUNNING:
             return
-        if self._state is ToolState.CREATED:
-            raise AcorStateError(
+        if self._state is _CREATED:
+            raise _state_error(
                 f"Cannot emit {what}: tool '{self.name}' has not started. "
                 f"Call start() or use `with AcorTool(...) as tool:`.")
-        raise AcorStateError(
+        raise _state_error(
             f"Cannot emit {what}: tool '{self.name}' has already stopped "
             f"(state: {self._state.value}). Emit everything before stop(); "
             f"a new run needs a new AcorTool.")
 
     def _emit(self, what, event):
-        text = grammar.render(event)  # render outside the lock: pure
+        text = render(event)  # render outside the lock: pure
         with self._lock:
             self._require_running(what)
             self._write(text)
@@ -236,16 +257,31 @@ class AcorTool:
     def _flush_directives(self):
         if self._directives:
             items, self._directives = self._directives, []
-            self._write(grammar.render(AIDirective(items)))
+            self._write(render(AIDirective(items)))
+
+    def _end(self, state):
+        """Leave RUNNING (the lock is held): progress calls now fail."""
+        self._state = state
+        self._end_progress()
+
+    def _interval(self):
+        if self._progress_interval is not None:
+            return self._progress_interval
+        # Read at each use: tests and benchmarks may change them.
+        return PROGRESS_INTERVAL if self._token else DIRECT_PROGRESS_INTERVAL
+
+    def _reset_after_fork(self):
+        self._lock = _thread.RLock()
+        self._reset_progress_after_fork()
 
     # --- lifecycle ------------------------------------------------------
 
     def start(self):
         """Emit ``## Status: Ready``. A second call does nothing."""
         with self._lock:
-            if self._state is ToolState.CREATED:
-                self._state = ToolState.RUNNING
-                self._write(grammar.render(Status("ready")))
+            if self._state is _CREATED:
+                self._state = _RUNNING
+                self._write(render(Status("ready")))
         return self
 
     def stop(self, state=ToolState.COMPLETE):
@@ -257,22 +293,22 @@ class AcorTool:
             raise ValueError(f"stop() takes COMPLETE, FAILED or CANCELLED, "
                              f"not {state}")
         with self._lock:
-            if self._state is ToolState.CREATED:
-                raise AcorStateError(
+            if self._state is _CREATED:
+                raise _state_error(
                     f"Cannot stop tool '{self.name}': it has not started. "
                     f"Call start() first or use `with AcorTool(...)`.")
-            if self._state is not ToolState.RUNNING:
+            if self._state is not _RUNNING:
                 return self
             self._flush_directives()
-            self._state = state
-            self._write(grammar.render(Status(state.value)))
+            self._write(render(Status(state.value)))
+            self._end(state)
         return self
 
     def __enter__(self):
         return self.start()
 
     def __exit__(self, exc_type, exc, tb):
-        if self._state is not ToolState.RUNNING:
+        if self._state is not _RUNNING:
             return False  # stopped already, or waiting for input
         try:
             if exc_type is None:
@@ -311,6 +347,7 @@ class AcorTool:
         if state.lower() in ("complete", "failed", "cancelled"):
             raise ValueError(f"status({state!r}) would end the transcript; "
                              f"call stop(ToolState.{state.upper()}) instead")
+        from . import grammar
         if not grammar.is_state_word(state):
             raise ValueError(f"status state must be a short label (letters, "
                              f"digits, spaces, '_', '-'; at most 64) starting "
@@ -318,25 +355,7 @@ class AcorTool:
         return self._emit("status", Status(state.lower(),
                                            _text(message, "message")))
 
-    def progress(self, value, message=""):
-        """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0."""
-        return self._progress(Progress(_percent(value),
-                                       _text(message, "message")))
-
-    def progress_bar(self, current, total, label=""):
-        """Progress from a count: ``label (current/total)`` at
-        ``current/total`` percent, clamped to 100. A total of 0 reads as
-        done (there is nothing left to do)."""
-        for value, what in ((current, "current"), (total, "total")):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"progress_bar {what} must be an int, not "
-                                f"{type(value).__name__}")
-            if value < 0:
-                raise ValueError(f"progress_bar {what} must not be negative")
-        done = min(current, total)  # past total is done; no float overflow
-        percent = 100 if total == 0 else _clamp(done * 100 / total)
-        message = f"{_text(label, 'label')} ({current}/{total})".lstrip()
-        return self._progress(Progress(percent, message))
+    # progress() and progress_bar() are in acor.progress (ProgressMixin).
 
     def output(self, data, format="auto"):
         """A string is ``## Output``; anything else, or an explicit format,
@@ -349,6 +368,7 @@ class AcorTool:
                 return self._emit("output", Output(data))
             format = "json"
         if format == "json":
+            import json  # only structured output pays for it
             text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
         elif format == "yaml":
             try:
@@ -367,20 +387,24 @@ class AcorTool:
         their size and the first 12 hex digits of their sha256."""
         return self._emit("output files", OutputFiles(_file_entries(files)))
 
-    def error(self, code, message, recovery=None, details=None):
-        """``## Error: {message}`` with the code, details and recovery.
+    def error(self, code, message, recovery=None, details=None, next=None):
+        """``## Error: {message}`` with the code, details, recovery and
+        ``next`` (the exact argv to run next, e.g. ``tool.command("--help")``).
         Does not end the run; a context manager that exits normally after an
         error ends it as Failed."""
         code = _text(code, "error code")
+        from . import grammar
         if not grammar.is_error_code(code):
             raise ValueError(f"error code must be letters, digits, '_', '.', "
                              f"':' or '-', like E_FILE_NOT_FOUND; not {code!r}")
         event = Error(_text(str(message) if isinstance(message, Exception)
                             else message, "error message"), code,
                       None if details is None else _text(details, "details"),
-                      None if recovery is None else _text(recovery, "recovery"))
+                      None if recovery is None else _text(recovery, "recovery"),
+                      _argv(next))
         self._emit("error", event)
         self._errored = True
+        self._last_error_code = code
         return self
 
     def input_needed(self, message):
@@ -390,8 +414,8 @@ class AcorTool:
         with self._lock:
             self._require_running("input needed")
             self._flush_directives()
-            self._write(grammar.render(event))
-            self._state = ToolState.INPUT_NEEDED
+            self._write(render(event))
+            self._end(ToolState.INPUT_NEEDED)
         raise SystemExit(exitcodes.INPUT_NEEDED)
 
     def ai_directive(self, message):
@@ -458,7 +482,7 @@ class AcorTool:
 
     def _require_session(self, what):
         if self._session is None:
-            raise AcorStateError(
+            raise _state_error(
                 f"Cannot {what}: tool '{self.name}' has no session. Call "
                 f"tool.session(session_id) first.")
 
@@ -466,8 +490,9 @@ class AcorTool:
         """Tell the launcher the tool is alive during long silent work.
         Consumed by the launcher; run directly, it writes an HTML comment
         that Markdown readers do not show."""
+        from .grammar import HEARTBEAT_LINE
         line = (framing.heartbeat_frame(self._token) if self._token
-                else grammar.HEARTBEAT_LINE + "\n")
+                else HEARTBEAT_LINE + "\n")
         with self._lock:
             self._require_running("heartbeat")
             self._write_raw(line)

@@ -76,11 +76,16 @@ def test_hello_sections_in_order():
 
 
 def test_hello_name_and_steps():
-    r = run(HELLO, "Ada Lovelace", "--steps", "4")
+    # Run directly, progress within 0.1 s of the last is held: 0.2 s apart,
+    # every step is written.
+    r = run(HELLO, "Ada Lovelace", "--steps", "4", "--delay", "0.2")
     assert r.returncode == 0, r.stderr
     assert percents(r.stdout) == [25, 50, 75, 100]
     assert body(r.stdout, "Output") == "Hello, Ada Lovelace!"
     assert headings(r.stdout)[-1] == "Status: Complete"
+    r = run(HELLO, "--steps", "1000")  # at once: the first and the last
+    assert percents(r.stdout)[0] < 1 and percents(r.stdout)[-1] == 100
+    assert len(percents(r.stdout)) <= 10
 
 
 @pytest.mark.parametrize("args, code, last, needle", [
@@ -132,7 +137,7 @@ def test_sample_sections_and_progress(sample_run):
     assert hs[-1] == "Status: Complete"
     assert "Error" not in " ".join(hs) and r.stderr == ""
     pct = percents(r.stdout)
-    assert len(pct) >= 3 and pct[-1] == 100
+    assert len(pct) >= 2 and pct[-1] == 100  # run directly, 0.1 s apart at most
     assert pct == sorted(set(pct)), f"progress must strictly increase: {pct}"
     # progress is about the bytes actually read: its messages count them
     last_progress = body(r.stdout, f"Progress: 100%")
@@ -368,7 +373,7 @@ def test_many_distinct_values_are_bounded(tmp_path):
     cols = {c["name"]: c for c in summary["columns"]}
     assert cols["value"]["distinct"] == ">10000"
     assert summary["key"] == "row_id" and summary["duplicate_keys"] == 0  # keys stay exact
-    assert len(percents(r.stdout)) >= 5
+    assert len(percents(r.stdout)) >= 2 and percents(r.stdout)[-1] == 100
 
 
 # --- the engine: its state is ready for checkpoints ------------------------------
