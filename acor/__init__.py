@@ -21,6 +21,7 @@ __all__ = [
     "Parser",
     "ToolState",
     "__version__",
+    "args",
     "events",
     "exitcodes",
     "framing",
@@ -38,6 +39,7 @@ _LAZY = {
     "parse": ("grammar", "parse"),
     "render": ("grammar", "render"),
     "Parser": ("grammar", "Parser"),
+    "args": ("args", None),
     "events": ("events", None),
     "exitcodes": ("exitcodes", None),
     "framing": ("framing", None),
@@ -48,7 +50,7 @@ _LAZY = {
 # (``typing.TYPE_CHECKING`` would import typing, which costs more than acor).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from . import events, exitcodes, framing, grammar
+    from . import args, events, exitcodes, framing, grammar
     from .errors import AcorError, AcorStateError
     from .grammar import Parser, parse, render
     from .tool import AcorTool

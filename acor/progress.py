@@ -8,12 +8,13 @@ Python call can be: it checks its arguments, stores them and returns.
 The rule: at most one Progress section per interval (``AcorTool``'s
 ``progress_interval``), and the latest progress always reaches the reader:
 
-- A call after a quiet interval is written at once; then the tool *holds*
-  for one interval, and calls only store their arguments (``_latest``).
-- When the interval ends, the next call writes the latest progress itself
-  (so sections come from the thread that reports progress, as before), and
-  holding starts again.
-- If no call comes for another interval, the timer thread writes the held
+- A call an interval or more after the last written one is written at once
+  (it reads the clock: calls that far apart can afford it).
+- A call within the interval starts a *hold*: until the interval ends,
+  calls only store their arguments (``_latest``), without the clock or the
+  lock. A timer thread ends the hold; the next call then writes the latest
+  progress itself, from the thread that reports progress, as before.
+- If no call comes within GRACE after the hold, the timer writes the held
   progress: the reader never waits on a tool that went quiet.
 - Any other section, and the final status, first writes a held progress.
 
@@ -36,6 +37,9 @@ PROGRESS_INTERVAL = 0.02
 # Run directly, the reader is a person or an agent reading a pipe: ten
 # updates a second is smooth for the one and few for the other.
 DIRECT_PROGRESS_INTERVAL = 0.1
+# When a hold ends with progress held, how long the tool has to write it
+# itself before the timer does.
+GRACE = 0.002
 
 
 def percent_of(value):
@@ -123,11 +127,11 @@ class ProgressMixin:
         """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0 (a float
         above 1.0 is a percent); out of range is clamped."""
         try:
-            if type(value) is float:
-                if not 0.0 <= value <= 100.0:  # NaN too
-                    raise ValueError
-            elif type(value) is not int or not 0 <= value <= 100:
-                raise ValueError
+            if type(value) is int:
+                if value < 0 or value > 100:
+                    raise ValueError  # to be clamped
+            elif type(value) is not float or not 0.0 <= value <= 100.0:
+                raise ValueError  # NaN too: the slow way says what is wrong
             self._latest = (value, message + "")  # + "": strings only
         except (TypeError, ValueError):
             return self._progress_checked(value, message)
@@ -167,15 +171,19 @@ class ProgressMixin:
         return self._publish()
 
     def _publish(self):
-        """Write the latest progress now (no hold is on), then hold."""
+        """No hold is on: write the latest progress if the interval since
+        the last one has passed; otherwise calls are coming fast, and a
+        hold starts (the timer ends it)."""
         with self._lock:
             if self._state is not _RUNNING:
                 self._latest = self._written  # this call wrote nothing
                 self._require_running("progress")
-            if self._latest is not self._written:
-                self._write_held()
             interval = self._interval()
-            if interval > 0:
+            if interval <= 0 or \
+                    time.monotonic() - self._written_at >= interval:
+                if self._latest is not self._written:
+                    self._write_held()
+            else:
                 self._hold = True
                 if not self._timer_alive:
                     self._timer_alive = True
@@ -226,17 +234,19 @@ class ProgressMixin:
             if self._latest is self._written:
                 self._timer_alive = False
                 return False
-        # Something is held: a busy tool writes it with its next call; give
-        # it one interval before writing it from here.
-        time.sleep(interval)
+        # Something is held. A busy tool writes it with its next call, from
+        # its own thread (so never between the text and the line end of one
+        # of its prints); give it a moment, then write it from here.
+        time.sleep(min(interval, GRACE))
         with self._lock:
             if self._state is not _RUNNING:
                 self._timer_alive = False
                 return False
-            if self._latest is not self._written:
-                self._write_held()
-                self._hold = True
-            elif not self._hold:
-                self._timer_alive = False  # written by another section
+            if self._hold:
+                return True  # the tool wrote it: a new hold
+            if self._latest is self._written:
+                self._timer_alive = False  # written before another section
                 return False
+            self._write_held()
+            self._hold = True
         return True

@@ -50,8 +50,7 @@ def render(event):
         heading = _STATES.get(event.state)
         if heading is not None and _plain(event.message):
             return _section(heading, event.message)
-    elif kind == "output":
-        if _plain(event.text):
-            return _section("Output", event.text)
+    elif kind == "output" and _plain(event.text):
+        return _section("Output", event.text)
     from . import grammar
     return grammar.render(event)

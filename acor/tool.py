@@ -17,21 +17,19 @@ grammar, json and the rest come on the first call that needs them.
 """
 
 import _thread
-import _weakref
 import os
 import sys
-import time
 
-from . import exitcodes, framing
-from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
+from . import checks, exitcodes, forks, framing
+from .events import (AIDirective, Checkpoint, InputNeeded, Output,
                      OutputData, OutputFiles, Session, Status, Suggestions)
 from .progress import (DIRECT_PROGRESS_INTERVAL, PROGRESS_INTERVAL,
                        ProgressMixin)
 from .quick import render
 from .toolstate import ToolState
 
-__all__ = ["AcorTool", "ToolState", "PROGRESS_INTERVAL",
-           "DIRECT_PROGRESS_INTERVAL"]
+__all__ = ["DIRECT_PROGRESS_INTERVAL", "PROGRESS_INTERVAL", "AcorTool",
+           "ToolState"]
 
 _RUNNING = ToolState.RUNNING
 _CREATED = ToolState.CREATED
@@ -69,105 +67,9 @@ def _read_manifest():
     return manifest, (stem if stem and not stem.startswith("-") else "tool")
 
 
-def _text(value, what):
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
-    return value
-
-
-def _argv(value, what="next"):
-    """An argv list (``next``): a list or tuple of strings, or None."""
-    if value is None:
-        return None
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
-            not value or not all(isinstance(a, str) for a in value):
-        raise TypeError(f"{what} must be a non-empty list of strings (an argv "
-                        f"to run as is), not {value!r}")
-    return list(value)
-
-
 def _state_error(message):
     from .errors import AcorStateError  # only a misuse pays for it
     return AcorStateError(message)
-
-
-def _file_entry(path, description):
-    path = os.fspath(path)
-    if not isinstance(path, str) or not path or "\n" in path or "\r" in path:
-        raise ValueError(f"output file path must be a non-empty single-line "
-                         f"string, not {path!r}")
-    entry = {"path": path, "description": _text(description or "",
-                                                "file description"),
-             "kind": "missing", "bytes": None, "sha256": None}
-    if os.path.isdir(path):
-        entry["kind"] = "directory"
-    elif os.path.isfile(path):
-        import hashlib  # only tools that announce files pay for it
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        entry.update(kind="file", bytes=os.path.getsize(path),
-                     sha256=digest.hexdigest()[:12])
-    return entry
-
-
-def _file_entries(files):
-    if isinstance(files, dict):
-        return [_file_entry(p, d) for p, d in files.items()]
-    if isinstance(files, (str, bytes)) or hasattr(files, "__fspath__"):
-        files = [files]
-    entries = []
-    for item in files:
-        if isinstance(item, dict):
-            entries.append(_file_entry(item["path"], item.get("description")))
-        elif isinstance(item, (tuple, list)):
-            entries.append(_file_entry(*item))
-        else:
-            entries.append(_file_entry(item, ""))
-    return entries
-
-
-# --- fork safety --------------------------------------------------------------
-# A child forked while another thread (the progress timer, or a thread of the
-# tool's own) holds a tool's lock would wait for it forever: the thread that
-# holds it does not exist in the child. Before a fork we take every live
-# tool's lock, so no write is half done (its stream's own buffer lock is
-# free too); the parent then releases them and the child gets fresh ones.
-
-_live = set()      # weak references to every AcorTool not yet collected
-_held_for_fork = []
-
-
-def _track(tool):
-    _live.add(_weakref.ref(tool, _live.discard))
-
-
-def _tools():
-    return [tool for tool in (ref() for ref in list(_live)) if tool]
-
-
-def _before_fork():
-    for tool in _tools():
-        tool._lock.acquire()
-        _held_for_fork.append(tool)
-
-
-def _after_fork_in_parent():
-    while _held_for_fork:
-        _held_for_fork.pop()._lock.release()
-
-
-def _after_fork_in_child():
-    _held_for_fork.clear()
-    for tool in _tools():
-        tool._reset_after_fork()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork,
-                        after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)
 
 
 class AcorTool(ProgressMixin):
@@ -206,11 +108,16 @@ class AcorTool(ProgressMixin):
         self._session = None
         self._store = None
         self._init_progress(progress_interval)
-        _track(self)
+        forks.track(self)
 
     @property
     def state(self):
         return self._state
+
+    def _manifest_data(self):
+        if self._manifest is None:
+            self._manifest, _ = _read_manifest()
+        return self._manifest
 
     def __repr__(self):
         return f"<AcorTool {self.name!r} {self.version} {self._state.value}>"
@@ -308,42 +215,43 @@ class AcorTool(ProgressMixin):
         return self.start()
 
     def __exit__(self, exc_type, exc, tb):
-        if self._state is not _RUNNING:
-            return False  # stopped already, or waiting for input
-        try:
-            if exc_type is None:
-                self.stop(ToolState.FAILED if self._errored
-                          else ToolState.COMPLETE)
-            elif issubclass(exc_type, KeyboardInterrupt):
-                self.stop(ToolState.CANCELLED)
-            elif issubclass(exc_type, SystemExit):
-                ok = exc.code in (None, 0)
-                self.stop(ToolState.COMPLETE if ok else ToolState.FAILED)
-            else:
-                self._report_exception(exc, tb)
-                self.stop(ToolState.FAILED)
-        except (OSError, ValueError):
-            pass  # stdout is gone: the exception in flight matters more
+        """End the run by how the block ended. A run that ends Failed ends
+        the process too, with the exit code the launcher would give: 2 when
+        the last error was E_USAGE, 1 otherwise (code after the block does
+        not run; ``finally`` clauses do)."""
+        if self._state is _RUNNING:
+            try:
+                if exc_type is None:
+                    self.stop(ToolState.FAILED if self._errored
+                              else ToolState.COMPLETE)
+                elif issubclass(exc_type, KeyboardInterrupt):
+                    self.stop(ToolState.CANCELLED)
+                elif issubclass(exc_type, SystemExit):
+                    ok = exc.code in (None, 0)
+                    self.stop(ToolState.COMPLETE if ok else ToolState.FAILED)
+                else:
+                    self._report_exception(exc, tb)
+                    self.stop(ToolState.FAILED)
+            except (OSError, ValueError):
+                return False  # stdout is gone: the exception in flight
+        if exc_type is None and self._state is ToolState.FAILED:
+            raise SystemExit(self._failed_exit_code())
         return False
 
+    def _failed_exit_code(self):
+        return exitcodes.USAGE if self._last_error_code == "E_USAGE" \
+            else exitcodes.FAILED
+
     def _report_exception(self, exc, tb):
-        where = None
-        while tb is not None:
-            frame, tb = tb.tb_frame, tb.tb_next
-            where = (f"{frame.f_code.co_filename}:{frame.f_lineno} "
-                     f"in {frame.f_code.co_name}")
-        self.error("E_UNHANDLED_EXCEPTION", f"{type(exc).__name__}: {exc}",
-                   recovery=("The tool crashed. Check the input it was given; "
-                             "if the input is right, report this to the tool's "
-                             "author with the details above."),
-                   details=f"raised at {where}" if where else None)
+        from . import crash  # only a crash pays for it
+        self.error(**crash.report(exc, tb, _manifest_folder()))
 
     # --- sections -------------------------------------------------------
 
     def status(self, state, message=""):
         """``## Status: Working`` and an optional message. Final states are
         refused: call stop() to end the run."""
-        state = _text(state, "status state").strip()
+        state = checks.text(state, "status state").strip()
         if state.lower() in ("complete", "failed", "cancelled"):
             raise ValueError(f"status({state!r}) would end the transcript; "
                              f"call stop(ToolState.{state.upper()}) instead")
@@ -353,7 +261,7 @@ class AcorTool(ProgressMixin):
                              f"digits, spaces, '_', '-'; at most 64) starting "
                              f"with a letter, not {state!r}")
         return self._emit("status", Status(state.lower(),
-                                           _text(message, "message")))
+                                           checks.text(message, "message")))
 
     # progress() and progress_bar() are in acor.progress (ProgressMixin).
 
@@ -385,32 +293,51 @@ class AcorTool(ProgressMixin):
         """``## Output Files``: a dict ``{path: description}`` or a list of
         paths, ``(path, description)`` pairs or dicts. Existing files show
         their size and the first 12 hex digits of their sha256."""
-        return self._emit("output files", OutputFiles(_file_entries(files)))
+        return self._emit("output files",
+                          OutputFiles(checks.file_entries(files)))
 
     def error(self, code, message, recovery=None, details=None, next=None):
         """``## Error: {message}`` with the code, details, recovery and
         ``next`` (the exact argv to run next, e.g. ``tool.command("--help")``).
         Does not end the run; a context manager that exits normally after an
-        error ends it as Failed."""
-        code = _text(code, "error code")
-        from . import grammar
-        if not grammar.is_error_code(code):
-            raise ValueError(f"error code must be letters, digits, '_', '.', "
-                             f"':' or '-', like E_FILE_NOT_FOUND; not {code!r}")
-        event = Error(_text(str(message) if isinstance(message, Exception)
-                            else message, "error message"), code,
-                      None if details is None else _text(details, "details"),
-                      None if recovery is None else _text(recovery, "recovery"),
-                      _argv(next))
+        error ends it as Failed (see :meth:`fail` to end it at once)."""
+        event = checks.error_event(code, message, recovery, details, next)
         self._emit("error", event)
         self._errored = True
-        self._last_error_code = code
+        self._last_error_code = event.code
         return self
 
-    def input_needed(self, message):
+    def fail(self, code, message, recovery=None, details=None, next=None):
+        """Report the error and end the run Failed, in one call, then end the
+        process: exit code 2 for ``E_USAGE``, 1 otherwise (it raises
+        SystemExit; a context manager adds nothing after it). Called before
+        start(), it starts the run first."""
+        event = checks.error_event(code, message, recovery, details, next)
+        with self._lock:
+            self.start()
+            self._require_running("an error")
+            self._write(render(event))
+            self._errored, self._last_error_code = True, event.code
+            self.stop(ToolState.FAILED)
+        raise SystemExit(self._failed_exit_code())
+
+    def input_needed(self, message, fields=None, audience="agent",
+                     next=None):
         """Emit ``## Input Needed`` and end the process with exit code 3.
-        Nothing is written after it: the transcript ends here."""
-        event = InputNeeded(_text(message, "message"))
+        Nothing is written after it: the transcript ends here.
+
+        ``fields`` says what is needed: ``{name: property}``, each a flat
+        JSON Schema property (type, description, enum, default, minimum,
+        maximum) named like the tool's argument that takes the answer.
+        ``audience="human"`` marks a question only a person may answer (an
+        approval, a credential). ``next`` is the command to run with the
+        answer, e.g. ``tool.command(path, "--key", "<key>")``."""
+        if audience not in _AUDIENCES:
+            raise ValueError(f"audience must be 'agent' or 'human', not "
+                             f"{audience!r}")
+        event = InputNeeded(checks.text(message, "message"),
+                            checks.input_fields(fields), audience,
+                            checks.argv(next))
         with self._lock:
             self._require_running("input needed")
             self._flush_directives()
@@ -421,7 +348,7 @@ class AcorTool(ProgressMixin):
     def ai_directive(self, message):
         """Add an instruction for the agent. All of them go out as one
         ``## AI Directive`` section when the tool stops."""
-        message = _text(message, "directive")
+        message = checks.text(message, "directive")
         with self._lock:
             self._require_running("ai directive")
             self._directives.append(message)
@@ -432,9 +359,51 @@ class AcorTool(ProgressMixin):
         if isinstance(items, str):
             raise TypeError("suggestions() takes a list of strings, not one "
                             "string: wrap it as [text]")
-        items = [_text(item, "suggestion") for item in items]
-        title = None if title is None else _text(title, "title")
+        items = [checks.text(item, "suggestion") for item in items]
+        title = None if title is None else checks.text(title, "title")
         return self._emit("suggestions", Suggestions(items, title))
+
+    # --- arguments ------------------------------------------------------
+
+    def command(self, *args):
+        """The argv that runs this tool again with ``args`` (``["acor",
+        name, *args]``): what ``next`` holds."""
+        return ["acor", self.name, *(str(a) for a in args)]
+
+    def parse_args(self, argv=None, *, schema=None):
+        """Parse ``argv`` (default ``sys.argv[1:]``) with the ``"args"``
+        schema of the manifest.json beside the script (or ``schema``; see
+        :mod:`acor.args`): an ``argparse.Namespace`` with one attribute per
+        property, absent ones at their defaults.
+
+        ``--help`` writes the help as Output and ends the run Complete (exit
+        0). A usage error is an Error ``E_USAGE`` with the usage in its
+        details and ``next`` the tool's ``--help``, then Failed (exit 2).
+        Works before start() and inside the context manager."""
+        from . import args  # argparse: only tools that parse pay for it
+        if schema is None:
+            schema = self._manifest_data().get("args")
+            if schema is None:
+                raise ValueError(
+                    f"parse_args() needs an \"args\" schema in "
+                    f"{os.path.join(_manifest_folder(), 'manifest.json')} "
+                    f"(see acor.args), or parse_args(schema=...)")
+        argv = sys.argv[1:] if argv is None else list(argv)
+        description = self._manifest_data().get("description")
+        try:
+            return args.parse(schema, argv, " ".join(self.command()),
+                              description if isinstance(description, str)
+                              else None)
+        except args.HelpRequested as asked:
+            self.start().output(asked.text.rstrip("\n")).stop()
+            raise SystemExit(exitcodes.OK) from None
+        except args.UsageError as wrong:
+            import shlex
+            self.fail("E_USAGE", wrong.message, details=wrong.usage,
+                      recovery=(f"Run `{shlex.join(self.command('--help'))}` "
+                                f"for the arguments, then run the corrected "
+                                f"command."),
+                      next=self.command("--help"))
 
     # --- sessions -------------------------------------------------------
 

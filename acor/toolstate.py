@@ -15,9 +15,8 @@ members pickle, copy and print as enum members do::
     ['created', 'running', 'complete']
 """
 
-# No ``typing`` or ``__future__`` import either (annotations are strings):
-# each costs more than this module. ``types.MappingProxyType`` without
-# importing types: a class's __dict__ is one.
+# No ``typing``, ``types`` or ``__future__`` import either: each costs more
+# than this module. A class's __dict__ is a ``types.MappingProxyType``.
 _mappingproxy = type(type.__dict__)
 
 
@@ -45,10 +44,10 @@ class _StateType(type):
             raise KeyError(name)
         return member
 
-    def __iter__(cls) -> "Iterator":
+    def __iter__(cls):
         return iter(cls._members)
 
-    def __reversed__(cls) -> "Iterator":
+    def __reversed__(cls):
         return reversed(cls._members)
 
     def __len__(cls) -> int:
@@ -58,7 +57,7 @@ class _StateType(type):
         return isinstance(member, cls)
 
     @property
-    def __members__(cls) -> "MappingProxyType":
+    def __members__(cls):
         return _mappingproxy({m.name: m for m in cls._members})
 
     def __setattr__(cls, name, value):

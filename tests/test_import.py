@@ -74,7 +74,8 @@ def test_public_names_use_the_standard_library_only(code):
 # of a bare interpreter's start (issue 14: the import must stay within 1.3x
 # of `python -c pass`).
 TOOL_MODULES = {"acor", "acor.tool", "acor.toolstate", "acor.progress",
-                "acor.quick", "acor.events", "acor.framing", "acor.exitcodes"}
+                "acor.quick", "acor.checks", "acor.forks", "acor.events",
+                "acor.framing", "acor.exitcodes"}
 
 
 def test_the_tools_import_loads_only_the_tools_own_modules():
@@ -98,6 +99,17 @@ def test_a_plain_run_loads_no_grammar_json_or_re():
     assert modules - {"io"} == TOOL_MODULES
     assert not {"acor.grammar", "json", "re", "enum", "threading",
                 "typing"} & modules
+
+
+def test_validating_arguments_does_not_load_argparse():
+    # acor call and the MCP server validate and build argvs; only a tool
+    # that parses its own arguments pays for argparse.
+    modules = imported_by(
+        "from acor import args\n"
+        "schema = {'properties': {'n': {'type': 'integer', "
+        "'x-acor': {'flag': '--n'}}}}\n"
+        "args.validate(schema, {'n': 1}), args.to_argv(schema, {'n': 1})\n")
+    assert "acor.args" in modules and "argparse" not in modules
 
 
 def test_every_public_name_resolves_and_is_listed():

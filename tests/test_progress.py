@@ -97,11 +97,26 @@ def test_a_quiet_tools_held_progress_is_written_by_the_timer():
     tool.stop()
 
 
+def test_calls_an_interval_apart_are_each_written_at_once():
+    # Read by the launcher in order with the tool's raw output: a call that
+    # is not too early is never delayed behind a later print.
+    tool, stream = plain_tool(interval=0.01)
+    tool.start()
+    for i in range(5):
+        tool.progress(i * 20)
+        stream.write(f"raw {i}\n")
+        time.sleep(0.012)
+    text = stream.getvalue()
+    for i in range(5):
+        assert f"## Progress: {i * 20}%\n\nraw {i}\n" in text
+    tool.stop()
+
+
 def test_a_call_after_a_quiet_interval_is_written_at_once():
     tool, stream = plain_tool(interval=0.02)
     tool.start().progress(10)
-    assert wait_until(lambda: not tool._timer_alive)  # the hold is over
-    tool.progress(20)
+    time.sleep(0.03)
+    tool.progress(20)  # no timer needed: the clock says it is time
     assert [e.percent for e in progress_of(stream)] == [10, 20]
     tool.stop()
 
@@ -147,7 +162,7 @@ def test_a_busy_tool_writes_its_progress_from_its_own_thread():
 
 def test_held_calls_take_no_lock():
     tool, stream = plain_tool(interval=60)  # the hold lasts the whole test
-    tool.start().progress(1)
+    tool.start().progress(1).progress(2)  # the second starts the hold
     taken, release = threading.Event(), threading.Event()
 
     def hold_the_lock():

@@ -558,10 +558,13 @@ def test_error_refuses_non_string_fields():
 
 def test_context_manager_ends_failed_after_an_error():
     # A documented choice: an error() the tool did not recover from with an
-    # explicit stop() makes a normal exit from `with` end as Failed.
+    # explicit stop() makes a normal exit from `with` end as Failed, and a
+    # run that ends Failed ends the process with 1, as under acor.
     tool, stream = new_tool()
-    with tool:
-        tool.error("E_INPUT", "Bad row")
+    with pytest.raises(SystemExit) as exited:
+        with tool:
+            tool.error("E_INPUT", "Bad row")
+    assert exited.value.code == 1
     assert tool.state is ToolState.FAILED
     assert sections_after_ready(stream) == [Error("Bad row", "E_INPUT"),
                                             FAILED]
@@ -726,8 +729,94 @@ def test_context_manager_exception_reports_error_then_failed(tmp_path):
     assert error.code == "E_UNHANDLED_EXCEPTION"
     assert error.title == "ValueError: bad row 7"
     assert error.details.startswith("raised at ")
-    assert error.details.endswith("tool.py:5 in load")
+    assert error.details.endswith('tool.py:5 in load: raise ValueError("bad '
+                                  'row 7")')
     assert "report this to the tool's author" in error.recovery
+
+
+def test_a_crash_in_the_standard_library_points_at_the_tools_line(tmp_path):
+    proc = run_script(tmp_path, """
+        import os
+        from acor import AcorTool
+
+        def size(path):
+            return os.path.getsize(path)
+
+        with AcorTool("t") as tool:
+            size("no/such/file.csv")
+    """)
+    assert proc.returncode == 1
+    error = parse(proc.stdout)[1]
+    assert error.code == "E_UNHANDLED_EXCEPTION"
+    assert error.title.startswith("FileNotFoundError: [Errno 2]")
+    where, innermost = error.details.split("\n")
+    assert where == (f"raised at {tmp_path / 'tool.py'}:6 in size: "
+                     f"return os.path.getsize(path)")
+    assert innermost.startswith("innermost frame: <frozen genericpath>:")
+
+
+def test_a_missing_module_is_a_missing_dependency_with_its_install(tmp_path):
+    proc = run_script(tmp_path, """
+        from acor import AcorTool
+        with AcorTool("t") as tool:
+            import acor_no_such_module.sub
+    """)
+    assert proc.returncode == 1
+    error = parse(proc.stdout)[1]
+    assert error.code == "E_MISSING_DEPENDENCY"
+    assert error.title == ("ModuleNotFoundError: No module named "
+                           "'acor_no_such_module'")
+    assert error.details.endswith(f"interpreter: {sys.executable}")
+    assert error.recovery.endswith(
+        f"{sys.executable} -m pip install acor_no_such_module")
+
+
+def crash_report(raise_it, folder):
+    from acor import crash
+    try:
+        raise_it()
+    except Exception as exc:
+        return crash.report(exc, exc.__traceback__, folder)
+
+
+def test_missing_dependency_next_is_pip_for_the_running_interpreter(tmp_path):
+    def load():
+        import yaml_acor_missing  # noqa: F401
+    report = crash_report(load, tmp_path)
+    assert report["next"] == [sys.executable, "-m", "pip", "install",
+                              "yaml_acor_missing"]
+    assert report["code"] == "E_MISSING_DEPENDENCY"
+
+
+def test_missing_dependency_uses_the_package_name_pip_knows(tmp_path):
+    def load():
+        raise ModuleNotFoundError("No module named 'cv2'", name="cv2")
+    report = crash_report(load, tmp_path)
+    assert report["next"][-1] == "opencv-python"
+
+
+def test_a_name_missing_from_an_installed_package_means_upgrade(tmp_path):
+    def load():
+        from json import no_such_name  # noqa: F401
+    report = crash_report(load, tmp_path)
+    assert report["code"] == "E_UNHANDLED_EXCEPTION"  # json: stdlib
+    assert "another version of Python" in report["recovery"]
+    assert "next" not in report
+    def load_installed():
+        from pytest import no_such_name  # noqa: F401
+    report = crash_report(load_installed, tmp_path)
+    assert report["next"] == [sys.executable, "-m", "pip", "install",
+                              "--upgrade", "pytest"]
+
+
+def test_an_import_of_the_tools_own_module_is_a_plain_crash(tmp_path):
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    proc = run_script(tmp_path, """
+        from acor import AcorTool
+        with AcorTool("t") as tool:
+            from helpers import Y
+    """)
+    assert parse(proc.stdout)[1].code == "E_UNHANDLED_EXCEPTION"
 
 
 def test_context_manager_exception_propagates_with_its_traceback(tmp_path):
