@@ -24,7 +24,7 @@ three; with ``enum``, ``default``, ``minimum``/``maximum`` and
 the last) or ``flag`` (a boolean is a presence flag; an array's flag comes
 once per item with ``"repeat": true``, once before all items otherwise),
 and may hold ``"hidden": true`` for an option people and agents are not
-shown (tests, demos).
+shown (tests, demos); other ``x-acor`` keys are ignored.
 
 :func:`validate` checks the values of a call (a dict, as from JSON);
 :func:`to_argv` turns valid values into an argv; :func:`to_argparse` builds
@@ -36,9 +36,10 @@ import json
 import math
 
 SCALARS = ("string", "integer", "number", "boolean")
-_KEYS = {"type", "description", "enum", "default", "minimum", "maximum",
-         "items", "x-acor"}
-_XACOR_KEYS = {"position", "flag", "repeat", "hidden"}
+_TOP_KEYS = {"type", "properties", "required", "additionalProperties",
+             "description", "title", "$schema"}
+_KEYS = {"type", "description", "title", "enum", "default", "minimum",
+         "maximum", "items", "x-acor"}
 
 
 class SchemaError(ValueError):
@@ -72,14 +73,21 @@ def schema_problems(schema) -> "list[str]":
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         return [f"args.properties must be an object, not {_describe(props)}"]
-    problems = []
+    problems = [f"args: unknown key {key!r}" for key in schema
+                if key not in _TOP_KEYS]
     if schema.get("type", "object") != "object":
         problems.append('args.type must be "object"')
+    if schema.get("additionalProperties", True) not in (True, False):
+        problems.append("args.additionalProperties must be true or false")
     required = schema.get("required", [])
     if not isinstance(required, list) or not all(r in props for r in required):
         problems.append("args.required must list property names")
     positions, flags = {}, set()
     for name, prop in props.items():
+        if not (isinstance(name, str) and name.isascii() and name.replace(
+                "_", "a").replace("-", "a").isalnum()):
+            problems.append(f"args.properties: {name!r} is not a name of "
+                            f"letters, digits, '_' and '-'")
         problems += _property_problems(f"args.properties.{name}", prop)
         where = prop.get("x-acor") if isinstance(prop, dict) else None
         if not isinstance(where, dict):
@@ -124,8 +132,11 @@ def _property_problems(path, prop):
     if not isinstance(where, dict) or \
             ("position" in where) == ("flag" in where):
         return problems + [f'{path}: x-acor needs "position" or "flag"']
-    problems += [f"{path}: x-acor has an unknown key {key!r}" for key in where
-                 if key not in _XACOR_KEYS]
+    # Other x-acor keys are ignored: later versions may add some.
+    for bound in ("minimum", "maximum"):
+        if bound in prop and (isinstance(prop[bound], bool) or
+                              not isinstance(prop[bound], (int, float))):
+            problems.append(f"{path}.{bound} must be a number")
     if "position" in where:
         if type(where["position"]) is not int or where["position"] < 0:
             problems.append(f"{path}: x-acor position must be 0 or more")

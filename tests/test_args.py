@@ -66,8 +66,8 @@ def test_a_good_schema_has_no_problems():
      "items must be"),
     ({"type": "string", "format": "uri", "x-acor": {"flag": "--x"}},
      "unknown key 'format'"),
-    ({"type": "string", "x-acor": {"flag": "--x", "metavar": "X"}},
-     "unknown key 'metavar'"),
+    ({"type": "integer", "minimum": "1", "x-acor": {"flag": "--x"}},
+     "minimum must be a number"),
     ({"type": "boolean", "default": True, "x-acor": {"flag": "--x"}},
      "default must be false"),
 ])
@@ -75,6 +75,23 @@ def test_schema_problems_name_the_property(prop, needle):
     problems = args.schema_problems({"properties": {"x": prop}})
     assert any(needle in p and "args.properties.x" in p for p in problems), \
         problems
+
+
+def test_titles_and_unknown_x_acor_keys_are_accepted():
+    schema = {"$schema": "x", "title": "t", "properties": {"x": {
+        "type": "string", "title": "X", "x-acor": {"flag": "--x",
+                                                   "later": 1}}}}
+    assert args.schema_problems(schema) == []
+
+
+@pytest.mark.parametrize("schema, needle", [
+    ({"properties": {}, "oneOf": []}, "unknown key 'oneOf'"),
+    ({"properties": {"a b": {"type": "string", "x-acor": {"flag": "--a"}}}},
+     "is not a name"),
+    ({"additionalProperties": {}}, "true or false"),
+])
+def test_top_level_problems(schema, needle):
+    assert any(needle in p for p in args.schema_problems(schema))
 
 
 def test_positions_must_run_without_gaps_and_only_the_last_may_be_an_array():
