@@ -53,6 +53,16 @@ class _Help(argparse.Action):
         raise HelpRequested(parser.format_help())
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help at a fixed width: it is read by agents as often as on a
+    terminal, and argparse would import shutil (3 ms) to ask the terminal."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24,
+                 width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         width or 78)
+
+
 class _RaisingParser(argparse.ArgumentParser):
     def error(self, message):
         raise UsageError(message, self.format_usage().strip())
@@ -65,7 +75,7 @@ def build(parser_class, prog, schema, description=None, help_action="help"):
     # argparse %-formats usage and help texts: a literal % must be doubled.
     parser = parser_class(
         prog=prog, usage=usage(prog, schema).replace("%", "%%"),
-        add_help=False, allow_abbrev=False,
+        add_help=False, allow_abbrev=False, formatter_class=_Formatter,
         description=schema.get("description") or description)
     taken = {p["x-acor"].get("flag") for p in props.values()}
     helps = [f for f in ("-h", "--help") if f not in taken]
