@@ -84,7 +84,7 @@ def build(parser_class, prog, schema, description=None, help_action="help"):
                             help="show this help")
     for name in positionals(props):
         prop = props[name]
-        kwargs = {"metavar": metavar(name), "help": _help(prop)}
+        kwargs = {"metavar": metavar(name, prop), "help": _help(prop)}
         if prop["type"] == "array":
             kwargs.update(nargs="+" if name in required else "*",
                           type=_converter(prop["items"]),
@@ -104,7 +104,8 @@ def build(parser_class, prog, schema, description=None, help_action="help"):
         if prop["type"] == "boolean":
             kwargs.update(action="store_true")
         else:
-            kwargs.update(metavar=metavar(name), required=name in required)
+            kwargs.update(metavar=metavar(name, prop),
+                          required=name in required)
             item = prop["items"] if prop["type"] == "array" else prop
             kwargs.update(type=_converter(item), **_choices(item))
             if prop["type"] != "array":

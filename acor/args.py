@@ -23,8 +23,9 @@ three; with ``enum``, ``default``, ``minimum``/``maximum`` and
 ``description``. ``x-acor`` holds ``position`` (0, 1, ...; an array may be
 the last) or ``flag`` (a boolean is a presence flag; an array's flag comes
 once per item with ``"repeat": true``, once before all items otherwise),
-and may hold ``"hidden": true`` for an option people and agents are not
-shown (tests, demos); other ``x-acor`` keys are ignored.
+and may hold ``"metavar"`` (how usage and help name the value, e.g.
+"COLUMN") and ``"hidden": true`` (an option people and agents are not
+shown: tests, demos); other ``x-acor`` keys are ignored.
 
 :func:`validate` checks the values of a call (a dict, as from JSON);
 :func:`to_argv` turns valid values into an argv; :func:`to_argparse` builds
@@ -320,7 +321,12 @@ def to_argv(schema, values) -> "list[str]":
 
 # --- usage and argparse ---------------------------------------------------
 
-def metavar(name):
+def metavar(name, prop):
+    """How the value is named in usage and help: x-acor's "metavar", else
+    the property's name in capitals."""
+    given = prop["x-acor"].get("metavar")
+    if isinstance(given, str) and given and given.isprintable():
+        return given
     return name.upper().replace("-", "_")
 
 
@@ -331,7 +337,7 @@ def usage(name, schema) -> str:
     required = set(schema.get("required", []))
     parts = [name]
     for arg in positionals(props):
-        meta = metavar(arg)
+        meta = metavar(arg, props[arg])
         if props[arg]["type"] == "array":
             parts.append(f"{meta} [{meta} ...]" if arg in required
                          else f"[{meta} ...]")
@@ -342,7 +348,8 @@ def usage(name, schema) -> str:
         if prop["x-acor"].get("hidden"):
             continue
         flag = prop["x-acor"]["flag"]
-        text = flag if prop["type"] == "boolean" else f"{flag} {metavar(arg)}"
+        text = flag if prop["type"] == "boolean" else \
+            f"{flag} {metavar(arg, prop)}"
         if prop["type"] == "array" and not prop["x-acor"].get("repeat"):
             text += " ..."  # several values after one flag
         text = text if arg in required else f"[{text}]"

@@ -28,7 +28,8 @@ SCHEMA = {
                  "x-acor": {"position": 0}},
         "more": {"type": "array", "items": {"type": "string"},
                  "x-acor": {"position": 1}},
-        "key": {"type": "string", "x-acor": {"flag": "--key"}},
+        "key": {"type": "string", "x-acor": {"flag": "--key",
+                                             "metavar": "COLUMN"}},
         "rows": {"type": "integer", "minimum": 1, "maximum": 1000,
                  "default": 10, "x-acor": {"flag": "--rows"}},
         "ratio": {"type": "number", "minimum": 0, "x-acor": {"flag": "--ratio"}},
@@ -213,7 +214,7 @@ def test_public_schema_drops_x_acor_and_hidden_properties():
 
 def test_usage_lists_positionals_then_flags_and_hides_hidden_ones():
     assert args.usage("acor csvprofile", SCHEMA) == (
-        "acor csvprofile FILE [MORE ...] [--key KEY] [--rows ROWS] "
+        "acor csvprofile FILE [MORE ...] [--key COLUMN] [--rows ROWS] "
         "[--ratio RATIO] [--mode MODE] [--tag TAG]... [--ids IDS ...] "
         "[--quiet]")
 

@@ -243,7 +243,7 @@ def test_ambiguous_key_asks_with_exact_command(tmp_path):
     assert not out.exists()  # nothing is written before the choice is made
     # the command in the message works once the column is filled in
     command = next(ln for ln in message.splitlines() if "--key" in ln)
-    argv = shlex.split(command.replace("<column>", "order_id"))
+    argv = shlex.split(command.replace("<KEY>", "order_id"))
     assert argv[:3] == ["acor", "csvprofile", str(data)]
     r = run(CSVPROFILE, *argv[2:])
     assert r.returncode == 0, r.stdout
@@ -336,6 +336,9 @@ def test_usage_errors_and_help():
     assert r.returncode == 2 and "**Code**: E_USAGE" in body(r.stdout, "Error")
     r = run(CSVPROFILE, "--help")
     assert r.returncode == 0 and "--key COLUMN" in body(r.stdout, "Output")
+    r = run(CSVPROFILE, SAMPLE, "--key", "id", "--no-key")
+    assert r.returncode == 2 and "cannot be used together" in r.stdout
+    assert headings(r.stdout)[-1] == "Status: Failed"
 
 
 # --- csvprofile: formats ------------------------------------------------------
@@ -491,3 +494,77 @@ def test_unusable_state_dir_is_an_error_with_the_fix(tmp_path):
     err = body(r.stdout, "Error")
     assert "**Code**: E_STATE_READ" in err and "state_dir" in err
     assert "--session s" in err and "Traceback" not in r.stdout
+
+
+# --- what an agent is told to run next (events, in process) ----------------------
+# The wire form of `next` and `fields` belongs to the grammar; here the tools
+# run in this process and the events they emit are read before rendering.
+
+@pytest.fixture
+def run_inprocess(monkeypatch, tmp_path):
+    """run(script, *argv) -> (exit code, [events]) with the tool run here."""
+    import contextlib
+    import io
+    import runpy
+
+    import acor.tool as tool_module
+
+    def run_here(script, *argv):
+        seen = []
+        render = tool_module.render
+        monkeypatch.setattr(tool_module, "render",
+                            lambda event: seen.append(event) or render(event))
+        monkeypatch.setattr(sys, "argv", [str(script), *map(str, argv)])
+        monkeypatch.syspath_prepend(str(script.parent))
+        monkeypatch.setenv("ACOR_STATE_DIR", str(tmp_path / "state"))
+        code = 0
+        with contextlib.redirect_stdout(io.StringIO()):
+            try:
+                runpy.run_path(str(script), run_name="__main__")
+            except SystemExit as exc:
+                code = exc.code
+        return code, seen
+    return run_here
+
+
+def test_hello_says_what_to_run_next_on_every_ending(run_inprocess):
+    code, events = run_inprocess(HELLO, "Ada", "--ask")
+    assert code == 3
+    assert events[-1].type == "input_needed"
+    assert events[-1].next == ["acor", "hello", "Ada"]
+    assert events[-1].fields["name"]["default"] == "Ada"
+    code, events = run_inprocess(HELLO, "Ada", "--fail")
+    assert code == 1
+    assert [e.next for e in events if e.type == "error"] == [["acor", "hello", "Ada"]]
+    code, events = run_inprocess(HELLO, "--steps", "0")
+    assert code == 2
+    error = next(e for e in events if e.type == "error")
+    assert (error.code, error.next) == ("E_USAGE", ["acor", "hello", "--help"])
+    assert error.details.startswith("usage: acor hello [NAME] [--steps N]")
+
+
+def test_csvprofile_asks_for_the_key_with_fields_and_a_next_command(run_inprocess, tmp_path):
+    rows = [(n, 100 + i, i) for i, n in enumerate([1, 2, 3, 4, 5, 6, 7, 8, 9, 2])]
+    data = write(tmp_path / "two_ids.csv", "order_id,invoice_id,amount\n"
+                 + "".join(f"{a},{b},{c}\n" for a, b, c in rows))
+    code, events = run_inprocess(CSVPROFILE, data, "--out", tmp_path / "out")
+    assert code == 3
+    asked = events[-1]
+    assert asked.type == "input_needed" and asked.audience == "agent"
+    assert asked.fields["key"]["enum"] == ["order_id", "invoice_id"]
+    assert asked.next == ["acor", "csvprofile", str(data), "--out", str(tmp_path / "out"),
+                          "--key", "<KEY>"]
+
+
+def test_csvprofile_failures_carry_the_corrected_command(run_inprocess, tmp_path):
+    data = write(tmp_path / "t.csv", "order_id,x\n1,a\n")
+    code, events = run_inprocess(CSVPROFILE, data, "--key", "Order_ID", "--out", tmp_path)
+    assert code == 1
+    error = next(e for e in events if e.type == "error")
+    assert error.next == ["acor", "csvprofile", str(data), "--out", str(tmp_path),
+                          "--key", "order_id"]
+    code, events = run_inprocess(CSVPROFILE, data, "--session", "bad id!")
+    assert code == 2
+    error = next(e for e in events if e.type == "error")
+    assert error.code == "E_USAGE"
+    assert error.next == ["acor", "csvprofile", str(data), "--session", "orders-1"]
