@@ -65,13 +65,10 @@ def own_frame(frames, tool_folder):
     def real(filename):
         return not filename.startswith("<") and os.path.isfile(filename)
 
-    for frame in reversed(frames):
-        if real(frame[0]) and os.path.abspath(frame[0]).startswith(folder):
-            return frame
-    for frame in reversed(frames):
-        if real(frame[0]) and not os.path.abspath(frame[0]).startswith(roots):
-            return frame
-    return None
+    own = [f for f in frames if real(f[0])
+           and not os.path.abspath(f[0]).startswith(roots)]
+    beside = [f for f in own if os.path.abspath(f[0]).startswith(folder)]
+    return (beside or own or [None])[-1]
 
 
 def _where(frame):

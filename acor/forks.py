@@ -23,7 +23,8 @@ def track(tool):
 
 
 def _tools():
-    return [tool for tool in (ref() for ref in list(_live)) if tool]
+    return [tool for tool in (ref() for ref in list(_live))
+            if tool is not None]
 
 
 def _before_fork():

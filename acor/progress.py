@@ -26,6 +26,8 @@ Calls store without the lock; the lock guards every write and the hold.
 import _thread
 import time
 
+from .events import Progress
+from .quick import render
 from .toolstate import ToolState
 
 _RUNNING = ToolState.RUNNING
@@ -90,7 +92,6 @@ def _clamp(percent):
 def progress_event(args):
     """The Progress event of a stored call: (value, message) from
     progress(), (current, total, label) from progress_bar()."""
-    from .events import Progress
     if len(args) == 2:
         return Progress(percent_of(args[0]), args[1])
     current, total, label = args
@@ -192,7 +193,6 @@ class ProgressMixin:
 
     def _write_held(self):
         """Write the latest progress (the lock is held)."""
-        from .quick import render
         latest = self._written = self._latest
         self._written_at = time.monotonic()
         self._put(render(progress_event(latest)))

@@ -243,8 +243,13 @@ class AcorTool(ProgressMixin):
             else exitcodes.FAILED
 
     def _report_exception(self, exc, tb):
-        from . import crash  # only a crash pays for it
-        self.error(**crash.report(exc, tb, _manifest_folder()))
+        try:
+            from . import crash  # only a crash pays for it
+            report = crash.report(exc, tb, _manifest_folder())
+        except Exception:  # the report must never hide the crash itself
+            report = {"code": "E_UNHANDLED_EXCEPTION",
+                      "message": f"{type(exc).__name__}: {exc}"}
+        self.error(**report)
 
     # --- sections -------------------------------------------------------
 
