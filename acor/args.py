@@ -36,6 +36,10 @@ the parser :meth:`acor.AcorTool.parse_args` uses; :func:`usage` and
 import json
 import math
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import argparse
+
 SCALARS = ("string", "integer", "number", "boolean")
 _TOP_KEYS = {"type", "properties", "required", "additionalProperties",
              "description", "title", "$schema"}

@@ -9,6 +9,12 @@ import os
 from .events import Error
 
 
+def state_error(message):
+    """An AcorStateError (errors.py is imported only by a misuse)."""
+    from .errors import AcorStateError
+    return AcorStateError(message)
+
+
 def text(value, what):
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, not {type(value).__name__}")

@@ -98,8 +98,11 @@ def _is_tool_module(exc, tool_folder):
     return bool(path) and os.path.abspath(path).startswith(folder)
 
 
-def _fields(**fields):
-    return fields  # the keyword arguments of AcorTool.error
+def _fields(code, message, recovery, details, next=None):
+    """The keyword arguments of AcorTool.error."""
+    fields = {"code": code, "message": message, "recovery": recovery,
+              "details": details}
+    return fields if next is None else {**fields, "next": next}
 
 
 def _installed(module):
@@ -119,23 +122,20 @@ def report(exc, tb, tool_folder) -> dict:
     name = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
     top = name.split(".")[0] if name else None
     if top is None or _is_tool_module(exc, tool_folder):
-        return _fields(code="E_UNHANDLED_EXCEPTION", message=title,
-                    recovery=CRASH_RECOVERY, details=where)
+        return _fields("E_UNHANDLED_EXCEPTION", title, CRASH_RECOVERY, where)
     interpreter = f"interpreter: {sys.executable}"
     details = interpreter if where is None else f"{where}\n{interpreter}"
-    if top in sys.stdlib_module_names and not isinstance(
-            exc, ModuleNotFoundError):
-        version = sys.version.split()[0]
-        return _fields(code="E_UNHANDLED_EXCEPTION", message=title,
-                    details=details,
-                    recovery=(f"{name} of this Python ({version}) does not "
-                              f"have what the tool imports: the tool may "
-                              f"need another version of Python."))
     if top in sys.stdlib_module_names:
-        return _fields(code="E_MISSING_DEPENDENCY", message=title, details=details,
-                    recovery=(f"{sys.executable} lacks {top}, a module of the "
-                              f"standard library (built without it). Run the "
-                              f"tool with a Python that has it."))
+        if not isinstance(exc, ModuleNotFoundError):  # a name it lacks
+            version = sys.version.split()[0]
+            return _fields("E_UNHANDLED_EXCEPTION", title,
+                           f"{name} of this Python ({version}) does not have "
+                           f"what the tool imports: the tool may need another "
+                           f"version of Python.", details)
+        return _fields("E_MISSING_DEPENDENCY", title,
+                       f"{sys.executable} lacks {top}, a module of the "
+                       f"standard library (built without it). Run the tool "
+                       f"with a Python that has it.", details)
     package = PIP_NAMES.get(top, top)
     if isinstance(exc, ModuleNotFoundError) and not _installed(top):
         command = [sys.executable, "-m", "pip", "install", package]
@@ -149,5 +149,4 @@ def report(exc, tb, tool_folder) -> dict:
                     f"needs (the import above fails). Upgrade it, or install "
                     f"the version the tool's author names, then run the "
                     f"tool again: {shlex.join(command)}")
-    return _fields(code="E_MISSING_DEPENDENCY", message=title, details=details,
-                recovery=recovery, next=command)
+    return _fields("E_MISSING_DEPENDENCY", title, recovery, details, command)

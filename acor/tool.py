@@ -21,11 +21,12 @@ import os
 import sys
 
 from . import checks, exitcodes, forks, framing
-from .events import (AIDirective, Checkpoint, InputNeeded, Output,
-                     OutputData, OutputFiles, Session, Status, Suggestions)
+from .events import (AIDirective, InputNeeded, Output, OutputData,
+                     OutputFiles, Status, Suggestions)
 from .progress import (DIRECT_PROGRESS_INTERVAL, PROGRESS_INTERVAL,
                        ProgressMixin)
 from .quick import render
+from .resumable import ResumableMixin
 from .toolstate import ToolState
 
 __all__ = ["DIRECT_PROGRESS_INTERVAL", "PROGRESS_INTERVAL", "AcorTool",
@@ -67,12 +68,7 @@ def _read_manifest():
     return manifest, (stem if stem and not stem.startswith("-") else "tool")
 
 
-def _state_error(message):
-    from .errors import AcorStateError  # only a misuse pays for it
-    return AcorStateError(message)
-
-
-class AcorTool(ProgressMixin):
+class AcorTool(ProgressMixin, ResumableMixin):
     """One run of a tool, speaking ACOR on ``stream`` (default: whatever
     ``sys.stdout`` is at the time of each write).
 
@@ -146,10 +142,10 @@ class AcorTool(ProgressMixin):
         if self._state is _RUNNING:
             return
         if self._state is _CREATED:
-            raise _state_error(
+            raise checks.state_error(
                 f"Cannot emit {what}: tool '{self.name}' has not started. "
                 f"Call start() or use `with AcorTool(...) as tool:`.")
-        raise _state_error(
+        raise checks.state_error(
             f"Cannot emit {what}: tool '{self.name}' has already stopped "
             f"(state: {self._state.value}). Emit everything before stop(); "
             f"a new run needs a new AcorTool.")
@@ -201,7 +197,7 @@ class AcorTool(ProgressMixin):
                              f"not {state}")
         with self._lock:
             if self._state is _CREATED:
-                raise _state_error(
+                raise checks.state_error(
                     f"Cannot stop tool '{self.name}': it has not started. "
                     f"Call start() first or use `with AcorTool(...)`.")
             if self._state is not _RUNNING:
@@ -409,56 +405,6 @@ class AcorTool(ProgressMixin):
                                 f"for the arguments, then run the corrected "
                                 f"command."),
                       next=self.command("--help"))
-
-    # --- sessions -------------------------------------------------------
-
-    def session(self, session_id, keep=None):
-        """Bind this run to a resumable session and emit ``## Session: id``.
-
-        The id travels as an argument (the CLI stays stateless); state lives
-        on disk under ``ACOR_STATE_DIR`` (default ``.acor/state``)::
-
-            tool.session(args.session)
-            last = tool.resume()            # (checkpoint_id, state) or None
-            start = last[1]["offset"] if last else 0
-
-        ``keep`` bounds how many checkpoints the session file holds (default
-        1000); a tool whose state is large and cumulative needs only the
-        newest one or two, and every save rewrites the whole file.
-        """
-        from . import sessions  # only tools that use sessions pay for it
-        # The store checks the tool name; the session id is checked here,
-        # before the Session section says it exists.
-        sessions.validate_session_id(session_id)
-        store = sessions.SessionStore(
-            sessions.state_dir_from_env(), self.name,
-            keep=sessions.KEEP if keep is None else keep)
-        self._emit("session", Session(session_id))
-        self._session, self._store = session_id, store
-        return self
-
-    def checkpoint(self, checkpoint_id, state):
-        """Save JSON-serialisable ``state`` for the session (atomically, and
-        safely against other processes), then emit
-        ``## Session Checkpoint: id``."""
-        self._require_session("checkpoint")
-        with self._lock:
-            self._require_running("checkpoint")
-        self._store.save(self._session, checkpoint_id, state)
-        return self._emit("checkpoint", Checkpoint(checkpoint_id))
-
-    def resume(self):
-        """The session's latest checkpoint as ``(checkpoint_id, state)``, or
-        None when there is none yet (a first run)."""
-        self._require_session("resume")
-        saved = self._store.latest(self._session)
-        return None if saved is None else (saved.id, saved.state)
-
-    def _require_session(self, what):
-        if self._session is None:
-            raise _state_error(
-                f"Cannot {what}: tool '{self.name}' has no session. Call "
-                f"tool.session(session_id) first.")
 
     def heartbeat(self):
         """Tell the launcher the tool is alive during long silent work.

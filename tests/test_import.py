@@ -74,8 +74,8 @@ def test_public_names_use_the_standard_library_only(code):
 # of a bare interpreter's start (issue 14: the import must stay within 1.3x
 # of `python -c pass`).
 TOOL_MODULES = {"acor", "acor.tool", "acor.toolstate", "acor.progress",
-                "acor.quick", "acor.checks", "acor.forks", "acor.events",
-                "acor.framing", "acor.exitcodes"}
+                "acor.quick", "acor.checks", "acor.forks", "acor.resumable",
+                "acor.events", "acor.framing", "acor.exitcodes"}
 
 
 def test_the_tools_import_loads_only_the_tools_own_modules():
