@@ -140,7 +140,7 @@ def test_sample_sections_and_progress(sample_run):
     assert len(pct) >= 2 and pct[-1] == 100  # run directly, 0.1 s apart at most
     assert pct == sorted(set(pct)), f"progress must strictly increase: {pct}"
     # progress is about the bytes actually read: its messages count them
-    last_progress = body(r.stdout, f"Progress: 100%")
+    last_progress = body(r.stdout, "Progress: 100%")
     assert f"{SAMPLE.stat().st_size / 1024:.1f} KB of" in last_progress
     assert "200 rows" in last_progress
     # all progress comes before the results, directives just before the end
