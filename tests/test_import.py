@@ -75,7 +75,8 @@ def test_public_names_use_the_standard_library_only(code):
 # of `python -c pass`).
 TOOL_MODULES = {"acor", "acor.tool", "acor.toolstate", "acor.progress",
                 "acor.quick", "acor.checks", "acor.forks", "acor.resumable",
-                "acor.events", "acor.framing", "acor.exitcodes"}
+                "acor.events", "acor.framing", "acor.exitcodes",
+                "__future__"}  # acor.events' `from __future__ import`: 0.2 ms
 
 
 def test_the_tools_import_loads_only_the_tools_own_modules():

@@ -90,7 +90,10 @@ def test_hello_name_and_steps():
 
 @pytest.mark.parametrize("args, code, last, needle", [
     (["--fail"], 1, "Status: Failed", "**Code**: E_REQUESTED_FAILURE"),
+    (["--fail"], 1, "Status: Failed", "**Next**: acor hello World\n"),
     (["--ask"], 3, "Input Needed", "acor hello World"),
+    (["--ask"], 3, "Input Needed", "**Next**: acor hello World\n"),
+    (["--steps", "0"], 2, "Status: Failed", "**Next**: acor hello --help\n"),
     (["--steps", "zero"], 2, "Status: Failed", "**Code**: E_USAGE"),
     (["--bogus"], 2, "Status: Failed", "**Code**: E_USAGE"),
 ])
@@ -240,6 +243,10 @@ def test_ambiguous_key_asks_with_exact_command(tmp_path):
     assert hs[-1] == "Input Needed" and not any(h.startswith("Status: Comp") for h in hs)
     message = body(r.stdout, "Input Needed")
     assert "- order_id\n- invoice_id" in message
+    # what is needed, as data, and the command that takes the answer
+    fields = json.loads(re.search(r"^\*\*Fields\*\*: (.*)$", message, re.M).group(1))
+    assert fields["key"]["enum"] == ["order_id", "invoice_id"]
+    assert f"**Next**: acor csvprofile {data} --out {out} --key '<KEY>'\n" in message + "\n"
     assert not out.exists()  # nothing is written before the choice is made
     # the command in the message works once the column is filled in
     command = next(ln for ln in message.splitlines() if "--key" in ln)
