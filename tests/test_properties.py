@@ -297,7 +297,8 @@ HEADINGS = {
 def play(calls, ending, token=None):
     """Make the calls on a tool writing to a StringIO; its transcript."""
     stream = io.StringIO()
-    tool = AcorTool("prop", stream=stream, frame_token=token).start()
+    tool = AcorTool("prop", stream=stream, frame_token=token,
+                    progress_interval=0).start()  # every call written
     for name, *args in calls:
         if name == "output_as":
             tool.output(args[1], format=args[0])
