@@ -7,7 +7,6 @@ their own (:mod:`cli.info`: list, show, doctor, schema; :mod:`cli.call_cmd`;
 in ACOR form with exit code 2, like every other error an agent can cause.
 """
 
-import json
 import os
 import sys
 
@@ -93,6 +92,7 @@ def parse(source):
     """Read ACOR Markdown (FILE, or - for stdin) and print its events as
     JSON lines."""
     from acor.grammar import Parser
+    from acor.jsonlines import dumps
     parser = Parser()
     try:
         stream = sys.stdin if source == "-" else open(source, encoding="utf-8",
@@ -109,8 +109,7 @@ def parse(source):
             chunk = stream.read(1 << 16)
             events = parser.feed(chunk) if chunk else parser.close()
             for event in events:
-                click.echo(json.dumps(event.to_dict(), ensure_ascii=False,
-                                      default=str))
+                click.echo(dumps(event.to_dict()))
             if not chunk:
                 break
 
