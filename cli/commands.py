@@ -16,6 +16,7 @@ from acor import __version__, exitcodes
 from acor.events import Error
 
 from .main import FORMATS, config_error, emit_failure, unknown_tool
+from .mcp_server import mcp_command
 from .sessions_cmd import sessions
 
 
@@ -207,6 +208,7 @@ def parse(source):
 
 
 cli.add_command(sessions)
+cli.add_command(mcp_command)
 
 
 class _Failure(Exception):

@@ -33,7 +33,8 @@ from .config import (Config, ConfigError, config_root, find_config,
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096
 # cli.main dispatches these itself, so a tool with such a name is unreachable.
-RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help"})
+RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
+                      "mcp"})
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 

@@ -13,7 +13,8 @@ import sys
 from acor import exitcodes
 from acor.events import Error, Status
 
-BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help"})
+BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
+                      "mcp"})
 FORMATS = ("markdown", "json", "rich")
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
