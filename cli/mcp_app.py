@@ -33,14 +33,12 @@ from .mcp_calls import MODERN_VERSIONS, CallHandler
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def build_server(catalog, run=None, make_cancel=None, *,
+def build_server(catalog, run=None, *,
                  timeout: float | None = None) -> Server:
     """The server for ``catalog`` (a :class:`cli.mcp_tools.Catalog`).
-    ``run``/``make_cancel`` default to the runner's ``run`` and
-    ``Cancel``; tests pass their own."""
+    ``run`` defaults to the runner's; tests pass their own."""
     if run is None:
-        from .runner import Cancel, run
-        make_cancel = Cancel
+        from .runner import run
 
     async def list_tools(ctx, params) -> dict:
         # Discovery stats files: off the event loop, like every run. A plain
@@ -55,8 +53,7 @@ def build_server(catalog, run=None, make_cancel=None, *,
 
     server = Server(SERVER_NAME, version=__version__, title=SERVER_TITLE,
                     instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                    on_call_tool=CallHandler(catalog, run, make_cancel,
-                                             timeout=timeout))
+                    on_call_tool=CallHandler(catalog, run, timeout=timeout))
     # requestState leaves sealed (AES-GCM under a key of this process) and
     # comes back verified and bound to the same tool and arguments.
     server.middleware.append(RequestStateBoundary(

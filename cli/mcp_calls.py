@@ -32,6 +32,8 @@ from mcp.shared.exceptions import MCPError
 from acor.events import InputNeeded
 
 from . import mcp_results as results
+from .formats import write_stderr
+from .loop import Cancel
 from .mcp_progress import ProgressRelay
 from .mcp_tools import ARGV_SCHEMA, argv_arguments, tool_args
 
@@ -50,14 +52,13 @@ _ELICIT_KEYS["number"] = _ELICIT_KEYS["integer"]
 
 
 class CallHandler:
-    """The server's ``on_call_tool``. ``run`` and ``make_cancel`` are the
-    runner's ``run`` and ``Cancel`` (tests pass their own); ``timeout``
-    is ``--timeout`` (None: the manifest's, then the config's)."""
+    """The server's ``on_call_tool``. ``run`` is the runner's ``run``
+    (tests pass their own); ``timeout`` is ``--timeout`` (None: the
+    manifest's, then the config's)."""
 
-    def __init__(self, catalog, run, make_cancel, *, timeout=None) -> None:
+    def __init__(self, catalog, run, *, timeout=None) -> None:
         self.catalog = catalog
         self._run_tool = run
-        self._make_cancel = make_cancel
         self.timeout = timeout
         # Not anyio's default limiter: a run holds its thread for the whole
         # run, and the transport's reads and writes must never wait behind.
@@ -136,13 +137,16 @@ class CallHandler:
 
     async def _run(self, spec, argv, registry, relay):
         """Run the tool in a worker thread; a cancelled request stops it."""
-        cancel = self._make_cancel()
+        cancel = Cancel()
         finished = False
 
         def work():
-            return self._run_tool(spec, argv, timeout=self.timeout,
-                                  on_event=relay.on_event, cancel=cancel,
-                                  registry=registry)
+            try:
+                return self._run_tool(spec, argv, registry=registry,
+                                      timeout=self.timeout,
+                                      sink=_Sink(relay), cancel=cancel)
+            finally:
+                cancel.close()
 
         async def stop_when_cancelled():
             try:
@@ -162,6 +166,24 @@ class CallHandler:
                 finished = True
                 tg.cancel_scope.cancel()
         return result
+
+
+class _Sink:
+    """The runner's sink for one run: events to the progress relay (the
+    result keeps them all), the tool's stderr to ours, which MCP clients
+    keep as the server's log. No coalescing here: the relay does it."""
+
+    def __init__(self, relay: ProgressRelay) -> None:
+        self.emit = relay.on_event
+
+    def due(self):
+        return None
+
+    def tick(self) -> None:
+        pass
+
+    def stderr(self, data: bytes) -> None:
+        write_stderr(data.decode("utf-8", "replace"))
 
 
 def _read_state(request_state: str | None) -> dict | None:
@@ -283,9 +305,8 @@ def _declined(tool, state, answer) -> dict:
         lines.append("Only a person may answer this: do not answer it "
                      "yourself.")
     return {"content": [results.text("\n".join(lines))], "isError": False,
-            "_meta": {"acor/result": {"exit_code": 3,
-                                      "state": "input_needed", "tool": tool,
-                                      "session": state.get("session")}}}
+            "_meta": {"acor/result": results.unrun_meta(
+                tool, 3, "input_needed", session=state.get("session"))}}
 
 
 def _declined_text(action: str | None) -> str:

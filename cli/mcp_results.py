@@ -48,13 +48,18 @@ def call_result(result, *, protocol_version: str, cwd: str) -> dict:
 
 
 def result_meta(result) -> dict:
-    """The run's outcome, for the client application (not the model)."""
-    return {"exit_code": result.exit_code, "state": result.state,
-            "error_code": result.error_code,
-            "duration_ms": round(result.duration * 1000, 1),
-            "tool": result.tool, "version": result.version,
-            "argv": list(result.argv or []), "session": result.session,
-            "next": result.next}
+    """The run's outcome for the client application (not the model): the
+    result line of ``acor --format json``."""
+    return result.to_dict()
+
+
+def unrun_meta(tool: str, exit_code: int, state: str, error_code=None,
+               session=None, **more) -> dict:
+    """``_meta["acor/result"]`` of a call that ran nothing: the same keys."""
+    return {"type": "result", "exit_code": exit_code, "state": state,
+            "error_code": error_code, "duration_ms": 0, "tool": tool,
+            "version": None, "argv": None, "session": session, "next": None,
+            **more}
 
 
 def structured(data, protocol_version: str):
@@ -166,9 +171,8 @@ def usage_result(tool: str, problems: list[str], schema_hint: str) -> dict:
              (f"Recovery: fix every argument listed and call '{tool}' again. "
               f"{schema_hint}")]
     return {"content": [text("\n".join(lines))], "isError": True,
-            "_meta": {"acor/result": {"exit_code": 2, "state": "failed",
-                                      "error_code": "E_USAGE", "tool": tool,
-                                      "problems": problems}}}
+            "_meta": {"acor/result": unrun_meta(tool, 2, "failed", "E_USAGE",
+                                                problems=problems)}}
 
 
 def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,

@@ -26,6 +26,9 @@ from acor.events import Error
 
 INSTALL = "pip install 'acor[mcp]'"
 MIN_SDK = "2.3"
+# As for `acor --timeout` (cli.main, not imported here: it sets signal
+# handlers when imported).
+MAX_SECONDS = 7 * 24 * 3600
 EARLY_WAIT = 0.2  # seconds to wait for the opening request before importing
 
 
@@ -83,9 +86,10 @@ def parse_options(tools: str | None, timeout: str | None):
             seconds = float(timeout)
         except ValueError:
             seconds = float("nan")
-        if not 0 < seconds < float("inf"):
+        if not 0 < seconds <= MAX_SECONDS:
             raise ValueError(f"--timeout must be a number of seconds above "
-                             f"0, not {timeout!r}")
+                             f"0 and at most {MAX_SECONDS} (a week), not "
+                             f"{timeout!r}")
     return only, seconds
 
 
@@ -125,8 +129,8 @@ def serve(only: set[str] | None, timeout: float | None,
     try:
         catalog.check_only(catalog.registry())
     except ConfigError as exc:
-        from .main import config_error
-        return _fail(config_error(exc))
+        from .errors import config_error
+        return _fail(config_error(exc).to_event())
     except UnknownTools as exc:
         return _fail(Error(f"--tools names unknown tool(s): "
                            f"{', '.join(exc.names)}", "E_UNKNOWN_TOOL",
@@ -156,7 +160,8 @@ def serve(only: set[str] | None, timeout: float | None,
 
 
 def _fail(error: Error) -> int:
-    """Report on stderr (stdout belongs to JSON-RPC), in ACOR form."""
-    from .main import emit_failure
-    return emit_failure(error, None, code=exitcodes.USAGE, tool="acor",
-                        out=sys.stderr.buffer)
+    """Report on stderr (stdout belongs to JSON-RPC), in ACOR form; exit 2."""
+    from .errors import UsageError, report
+    return report(UsageError(error.title, error.recovery, code=error.code,
+                             details=error.details, next=error.next),
+                  None, out=sys.stderr.buffer)

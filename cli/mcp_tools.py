@@ -119,7 +119,7 @@ def mcp_tool(spec) -> dict:
 
 def tool_args(spec) -> dict | None:
     """The manifest's ``args`` schema, or None for a free-argv tool."""
-    return getattr(spec, "args", None) or None
+    return spec.args_schema or None
 
 
 def input_schema(args: dict | None) -> dict:
@@ -134,7 +134,7 @@ def input_schema(args: dict | None) -> dict:
 
 def tool_annotations(spec) -> dict:
     """The manifest's behaviour hints, as MCP ``ToolAnnotations``."""
-    hints = getattr(spec, "annotations", None) or {}
+    hints = spec.annotations or {}
     return {key: hints[key] for key in ANNOTATION_KEYS if key in hints}
 
 

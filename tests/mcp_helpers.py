@@ -6,64 +6,50 @@ import threading
 import time
 from types import SimpleNamespace
 
-from acor.events import InputNeeded, OutputData
+from acor.cli.manifest import ToolSpec
+from acor.cli.result import RunResult
+from acor.events import Error, InputNeeded, Output, OutputData
 
 
-class FakeResult:
-    """What the runner's RunResult offers (CONTRACTS.md)."""
-
-    def __init__(self, events, exit_code=0, state="complete", *, tool="t",
-                 argv=(), session=None, next=None, error_code=None):
-        self.events = list(events)
-        self.exit_code = exit_code
-        self.state = state
-        self.error_code = error_code
-        self.duration = 0.25
-        self.tool = tool
-        self.version = "1.0.0"
-        self.argv = list(argv)
-        self.session = session
-        self.next = next
-        self.stderr = ""
-        data = self.of(OutputData)
-        self.data = data[-1].data if data else None
-
-    @property
-    def errors(self):
-        from acor.events import Error
-        return self.of(Error)
-
-    def of(self, kind):
-        return [e for e in self.events if isinstance(e, kind)]
+def FakeResult(events, exit_code=0, state="complete", *, tool="t",
+               argv=(), session=None, next=None, error_code=None):
+    """A RunResult as the runner builds one."""
+    events = list(events)
+    data = [e for e in events if isinstance(e, OutputData)]
+    return RunResult(exit_code=exit_code, state=state, error_code=error_code,
+                     events=events, data=data[-1].data if data else None,
+                     errors=[e for e in events if isinstance(e, Error)],
+                     stderr="", duration=0.25, tool=tool, version="1.0.0",
+                     argv=list(argv), session=session, next=next)
 
 
 class FakeRun:
     """The runner's ``run``: each tool's behaviour is a function
-    ``(argv, emit, cancel) -> FakeResult``; ``emit`` both reports the event
-    (``on_event``) and records it. Every call is recorded."""
+    ``(argv, emit, cancel) -> FakeResult``; ``emit`` passes events to the
+    run's sink and returns them. Every call is recorded."""
 
     def __init__(self, **behaviours):
         self.behaviours = behaviours
         self.calls = []
         self.cancels = []
 
-    def __call__(self, tool, argv, *, timeout=None, on_event=None,
-                 cancel=None, registry=None, **unused):
+    def __call__(self, tool, argv, *, registry=None, timeout=None, sink=None,
+                 cancel=None):
         self.calls.append((tool.name, list(argv), timeout))
         self.cancels.append(cancel)
 
         def emit(*events):
             for event in events:
-                on_event(event)
+                sink.emit(event)
             return list(events)
         return self.behaviours[tool.name](list(argv), emit, cancel)
 
 
 def spec(name, description="a test tool", args=None, annotations=None,
          usage=None):
-    return SimpleNamespace(name=name, description=description, args=args,
-                           annotations=annotations, usage=usage,
-                           version="1.0.0", cwd_mode="invocation")
+    return ToolSpec(name=name, description=description, args_schema=args,
+                    annotations=annotations, usage=usage, version="1.0.0",
+                    kind="acor", cwd_mode="invocation")
 
 
 class FakeRegistry:
@@ -97,12 +83,10 @@ def asks_for(field, prop, audience="agent", flag=None):
 
     def behaviour(argv, emit, cancel):
         if flag not in argv:
-            emit()
-            return FakeResult([InputNeeded(f"Which {field}?", {field: prop},
-                                           audience)], 3, "input_needed",
-                              session="s-1")
-        from acor.events import Output
-        return FakeResult([Output("done " + " ".join(argv))])
+            return FakeResult(emit(InputNeeded(f"Which {field}?",
+                                               {field: prop}, audience)),
+                              3, "input_needed", session="s-1")
+        return FakeResult(emit(Output("done " + " ".join(argv))))
     return behaviour
 
 

@@ -46,7 +46,7 @@ def anyio_backend():
 def serve(*specs, run, only=None, timeout=None, log=None, skipped=()):
     registry = FakeRegistry(*specs, skipped=skipped)
     catalog = Catalog(lambda: registry, only, log=log or io.StringIO())
-    return build_server(catalog, run, threading.Event, timeout=timeout)
+    return build_server(catalog, run, timeout=timeout)
 
 
 def texts(result):
