@@ -16,6 +16,8 @@ import time
 
 import pytest
 
+from conftest import pid_alive
+
 pytest.importorskip("mcp", reason="acor mcp needs the extra: "
                                   "pip install 'acor[mcp]'")
 
@@ -264,9 +266,9 @@ async def test_progress_is_relayed_rate_limited_increasing_latest_kept(mode):
     assert len(seen) <= elapsed / 0.1 + 3  # ~10 a second at most
     assert all(b > a for a, b in itertools.pairwise(values))
     assert all(total == 100 for _, _, total, _ in seen)
-    # Going back to 40% after 100% still moves forward; the message says
-    # what the tool said last.
-    assert values[-1] > 100 - 1e-9 and seen[-1][3] == "a second pass"
+    # The latest is never lost: going back to 40% still moves forward, with
+    # the message the tool gave last.
+    assert seen[-1][3] == "a second pass"
 
 
 @pytest.mark.anyio
@@ -536,3 +538,228 @@ def test_bad_options_are_refused(tools, timeout, message):
     with pytest.raises(ValueError, match=message):
         mcp_server.parse_options(tools, timeout)
     assert mcp_server.parse_options("a, b", "2.5") == ({"a", "b"}, 2.5)
+
+
+# --- end to end: real tools, the real runner ------------------------------
+
+PROBE = '''
+import os, subprocess, sys, time
+from acor import AcorTool
+
+def parse(argv):
+    """As acor.args.to_argv writes it: flags, then --, then positionals."""
+    opts, pos, words = {}, [], iter(argv)
+    for word in words:
+        if word == "--":
+            pos.extend(words)
+        elif word.startswith("--"):
+            opts[word[2:]] = next(words)
+        else:
+            pos.append(word)
+    return opts, pos
+
+opts, pos = parse(sys.argv[1:])
+with AcorTool() as tool:
+    mode = pos[0]
+    if mode == "progress":
+        for i in range(1, 21):
+            tool.progress(i * 5, f"step {i}")
+            time.sleep(0.02)
+        tool.output({"steps": 20})
+    elif mode == "fail":
+        print("unframed text on stdout: ## Status: Complete")
+        sys.stderr.write("probe: something on stderr\\n")
+        tool.error("E_NO_INPUT", "No input file", details="path: in.csv",
+                   recovery="Pass an existing file")
+    elif mode == "sleep":
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import time; time.sleep(60)"])
+        with open(opts["pidfile"] + ".tmp", "w") as f:
+            f.write(f"{os.getpid()} {child.pid}")
+        os.rename(opts["pidfile"] + ".tmp", opts["pidfile"])
+        time.sleep(60)
+    elif mode == "meet":
+        open(opts["me"], "w").close()
+        deadline = time.time() + 10
+        while not os.path.exists(opts["other"]) and time.time() < deadline:
+            time.sleep(0.01)
+        tool.output("met" if os.path.exists(opts["other"]) else "alone")
+'''
+PROBE_ARGS = {
+    "type": "object", "additionalProperties": False, "required": ["mode"],
+    "properties": {
+        "mode": {"type": "string", "x-acor": {"position": 0},
+                 "enum": ["progress", "fail", "sleep", "meet"]},
+        "pidfile": {"type": "string", "x-acor": {"flag": "--pidfile"}},
+        "me": {"type": "string", "x-acor": {"flag": "--me"}},
+        "other": {"type": "string", "x-acor": {"flag": "--other"}}}}
+
+
+@pytest.fixture
+def e2e_project(project, isolated_discovery, monkeypatch):
+    """A project with the probe (typed) and a wrapped free-argv program;
+    the test process works in it, as `acor mcp` would."""
+    project.add_tool("probe", PROBE, args=PROBE_ARGS,
+                     annotations={"readOnlyHint": True})
+    project.add_tool("napper", PROBE, args=PROBE_ARGS, timeout=0.5)
+    project.add_wrapped("echo", ["{python}", "-c",
+                                 "import sys; print(' '.join(sys.argv[1:]))"],
+                        usage="acor echo WORD...")
+    monkeypatch.chdir(project.root)
+    return project
+
+
+def in_process_server(root):
+    from acor.cli.discover import load_registry
+    return build_server(Catalog(lambda: load_registry(cwd=str(root))))
+
+
+def stdio_server(project, *args):
+    from mcp import StdioServerParameters
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "acor", "mcp", *args],
+        cwd=str(project.root), env={
+            k: v for k, v in project.env.items()
+            if k.startswith("ACOR_") or k in ("PATH", "HOME", "NO_COLOR")})
+
+
+async def _scenario(client, root, tmp_path):
+    """What every transport and protocol version must do, end to end."""
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {"probe", "napper", "echo"}
+    assert tools["probe"].annotations.read_only_hint is True
+    assert "acor echo WORD..." in tools["echo"].description
+
+    # Progress arrives as notifications, before the result, increasing.
+    seen = []
+
+    async def on_progress(value, total, message):
+        seen.append(value)
+    done = await client.call_tool("probe", {"mode": "progress"},
+                                  progress_callback=on_progress)
+    assert not done.is_error and done.structured_content == {"steps": 20}
+    assert seen and seen == sorted(seen) and seen[-1] == 100
+
+    # A typed-argument violation: listed, nothing run.
+    bad = await client.call_tool("probe", {"mode": "explode", "me": 1})
+    assert bad.is_error and "mode" in texts(bad)[0] and "me" in texts(bad)[0]
+
+    # An error with its code and recovery; stray stdout stays text.
+    failed = await client.call_tool("probe", {"mode": "fail"})
+    assert failed.is_error
+    assert failed.meta["acor/result"]["error_code"] == "E_NO_INPUT"
+    error_text = texts(failed)[-1]
+    assert error_text.startswith("Error E_NO_INPUT: No input file")
+    assert "Recovery: Pass an existing file" in error_text
+
+    # Free argv goes to the program as it is.
+    echoed = await client.call_tool("echo", {"argv": ["$(id)", "a b"]})
+    assert texts(echoed) == ["$(id) a b"]
+
+    # Two calls at once: each waits for the other to have started.
+    me, other = tmp_path / "a", tmp_path / "b"
+    pair = []
+
+    async def meet(mine, theirs):
+        result = await client.call_tool("probe", {
+            "mode": "meet", "me": str(mine), "other": str(theirs)})
+        pair.append(texts(result))
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(meet, me, other)
+        tg.start_soon(meet, other, me)
+    assert pair == [["met"], ["met"]]
+
+    # A cancelled call leaves no process of the tool alive.
+    pidfile = tmp_path / "pids"
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(client.call_tool, "probe",
+                      {"mode": "sleep", "pidfile": str(pidfile)})
+        with anyio.fail_after(10):
+            while not pidfile.exists():
+                await anyio.sleep(0.02)
+        tg.cancel_scope.cancel()
+    await _all_gone(pidfile)
+    pidfile.unlink()
+
+    # A timeout (napper's manifest says 0.5 s) is an error result.
+    timed = await client.call_tool("napper", {"mode": "sleep",
+                                              "pidfile": str(pidfile)})
+    assert timed.is_error
+    assert timed.meta["acor/result"]["error_code"] == "E_TIMEOUT"
+    assert timed.meta["acor/result"]["state"] == "timeout"
+    await _all_gone(pidfile)
+
+
+async def _all_gone(pidfile):
+    """The tool and its child: signalled as one group, gone within moments
+    (a child the tool left behind is reparented and reaped apart from the
+    run, so it is waited for, not expected dead at once)."""
+    pids = [int(p) for p in pidfile.read_text().split()]
+    with anyio.fail_after(5):
+        while any(pid_alive(pid) for pid in pids):
+            await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+async def test_end_to_end_in_process(mode, e2e_project, tmp_path):
+    server = in_process_server(e2e_project.root)
+    async with Client(server, mode=mode) as client:
+        assert client.protocol_version == VERSION[mode]
+        await _scenario(client, e2e_project.root, tmp_path)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_end_to_end_over_stdio(mode, e2e_project, tmp_path):
+    # "auto" opens with server/discover and lands on 2026-07-28.
+    async with Client(stdio_server(e2e_project), mode=mode) as client:
+        assert client.protocol_version == (
+            "2026-07-28" if mode == "auto" else "2025-11-25")
+        assert client.server_info.name == "acor"
+        await _scenario(client, e2e_project.root, tmp_path)
+
+
+def test_every_stdout_line_is_json_rpc(e2e_project):
+    """A raw session: nothing but JSON-RPC on stdout, progress before the
+    result, the tool's stderr on stderr, exit 0 when stdin closes."""
+    requests = [
+        _initialize("2025-06-18"),
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "probe", "arguments": {"mode": "progress"},
+            "_meta": {"progressToken": "p"}}},
+        {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "probe", "arguments": {"mode": "fail"}}},
+        {"jsonrpc": "2.0", "id": 5, "method": "no/such/method"}]
+    stdin = "".join(json.dumps(r) + "\n" for r in requests)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "acor", "mcp"], cwd=e2e_project.root,
+        env=e2e_project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+    # All at once, stdin left open until every answer is in: the server
+    # must not stop the calls early.
+    server.stdin.write(stdin)
+    server.stdin.flush()
+    lines = []
+    while len([m for m in lines if "id" in m and "method" not in m]) < 5:
+        line = server.stdout.readline()
+        assert line, server.stderr.read()
+        lines.append(json.loads(line))
+    server.stdin.close()
+    assert server.wait(timeout=15) == 0
+    rest = server.stdout.read()
+    err = server.stderr.read()
+    for message in lines + [json.loads(x) for x in rest.splitlines()]:
+        assert message["jsonrpc"] == "2.0"
+    answers = {m["id"]: m for m in lines if "id" in m}
+    assert answers[1]["result"]["serverInfo"]["name"] == "acor"
+    assert len(answers[2]["result"]["tools"]) == 3
+    assert answers[5]["error"]["code"] == -32601
+    progress = [i for i, m in enumerate(lines)
+                if m.get("method") == "notifications/progress"]
+    result_at = next(i for i, m in enumerate(lines) if m.get("id") == 3)
+    assert progress and max(progress) < result_at
+    assert lines[max(progress)]["params"]["progress"] == 100
+    assert "probe: something on stderr" in err
