@@ -11,6 +11,7 @@ on a silent client must never keep the process alive), writes go through
 worker threads (a slow reader must never block the event loop).
 """
 
+import gc
 import json
 import signal
 import sys
@@ -64,6 +65,10 @@ def build_server(catalog, run=None, *,
 def serve_stdio(server: Server, wire: Wire, opening: Opening) -> int:
     """Serve until the client closes stdin (0) or a signal stops us (130).
     Either way every running tool is stopped first."""
+    # The SDK's modules are most of the heap and live as long as we do: out
+    # of the collector's sight, a full collection no longer walks them (it
+    # cost 40 ms in the middle of a 1,000-tool listing).
+    gc.freeze()
     return anyio.run(_serve, server, wire, opening)
 
 

@@ -50,6 +50,7 @@ class Catalog:
         self.only = only
         self._log = log if log is not None else sys.stderr
         self._reported: set[str] = set()
+        self._built: dict[str, tuple] = {}  # name -> (what it depends on, tool)
 
     def registry(self):
         """The current registry; reports what cannot be served."""
@@ -92,8 +93,21 @@ class Catalog:
         return spec
 
     def listing(self) -> list[dict]:
-        """``tools/list``: one MCP tool (wire form) per served tool."""
-        return [mcp_tool(spec) for spec in self.served(self.registry())]
+        """``tools/list``: one MCP tool (wire form) per served tool.
+
+        Each tool is built again only when its manifest changed: comparing
+        a few values costs far less than rebuilding 1,000 schemas."""
+        built, tools = {}, []
+        for spec in self.served(self.registry()):
+            key = (spec.description, spec.usage, spec.args_schema,
+                   spec.annotations)
+            entry = self._built.get(spec.name)
+            if entry is None or entry[0] != key:
+                entry = (key, mcp_tool(spec))
+            built[spec.name] = entry
+            tools.append(entry[1])
+        self._built = built  # one assignment: safe if listings overlap
+        return tools
 
     def _report(self, key: str, message: str) -> None:
         if key not in self._reported:

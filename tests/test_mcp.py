@@ -124,6 +124,22 @@ async def test_tools_filter_serves_only_the_named_tools():
     assert run.calls == []
 
 
+def test_a_changed_manifest_is_listed_as_it_now_is():
+    greet = spec("greet", "v1", GREET_ARGS)
+    registry = FakeRegistry(greet)
+    catalog = Catalog(lambda: registry, log=io.StringIO())
+    first = catalog.listing()
+    assert catalog.listing()[0] is first[0]  # unchanged: not rebuilt
+    registry.tools["greet"] = spec("greet", "v2", {**GREET_ARGS,
+                                                   "required": []})
+    (tool,) = catalog.listing()
+    assert tool["description"] == "v2"
+    assert "required" not in tool["inputSchema"] or \
+        tool["inputSchema"]["required"] == []
+    del registry.tools["greet"]
+    assert catalog.listing() == []
+
+
 # --- tools/call: arguments and results ------------------------------------
 
 @pytest.mark.anyio
