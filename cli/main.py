@@ -30,12 +30,12 @@ import sys  # noqa: E402
 
 from acor import exitcodes  # noqa: E402
 
+from .durations import check_seconds  # noqa: E402
 from .errors import LauncherError, UsageError, config_error, report  # noqa
 from .formats import FORMATS  # noqa: E402
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
-MAX_SECONDS = 7 * 24 * 3600  # one week: selectors overflow past ~24 days
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
 
@@ -52,6 +52,11 @@ def split_options(argv):
     while i < len(argv):
         arg = argv[i]
         name, eq, value = arg.partition("=")
+        if arg == "--no-input":
+            options["no_input"] = True
+            words.append(arg)
+            i += 1
+            continue
         if name not in _VALUED:
             break
         if not eq:
@@ -80,23 +85,14 @@ def _check_options(options):
                          next=["acor", "--format", "json", "list"])
     for key in ("timeout", "idle_timeout"):
         if key in options:
-            options[key] = check_seconds(options[key],
-                                         "--" + key.replace("_", "-"))
+            flag = "--" + key.replace("_", "-")
+            try:
+                options[key] = check_seconds(options[key], flag)
+            except ValueError as exc:
+                raise UsageError(str(exc), "Give a duration in seconds, as "
+                                 "in the command below.",
+                                 next=["acor", flag, "30", "list"]) from None
     return options
-
-
-def check_seconds(text, flag):
-    """A duration option: a number of seconds above 0, at most a week."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= MAX_SECONDS:
-        raise UsageError(f"{flag} must be a number of seconds above 0 and at "
-                         f"most {MAX_SECONDS} (a week), not {text!r}",
-                         "Give a duration in seconds, as in the command "
-                         "below.", next=["acor", flag, "30", "list"])
-    return seconds
 
 
 def default_format(options, config):
@@ -110,7 +106,7 @@ def default_format(options, config):
 def _ensure_std_fds():
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
-    for fd in (0, 1, 2):
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
         except OSError:
@@ -118,6 +114,9 @@ def _ensure_std_fds():
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+            if getattr(sys, name) is None:  # Python saw it closed at start
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w",
+                                        encoding="utf-8", closefd=False))
 
 
 def main(argv=None):
@@ -148,8 +147,9 @@ def main(argv=None):
         return exitcodes.CANCELLED
 
 
-def run_named(name, args, options, words):
-    """``acor <name> args``: find the tool and run it."""
+def run_named(name, args, options, words, with_result=False):
+    """``acor <name> args``: find the tool and run it; its exit code (and,
+    ``with_result``, the :class:`cli.result.RunResult`)."""
     from .config import ConfigError
     from .discover import load_registry
     try:
@@ -177,4 +177,8 @@ def run_named(name, args, options, words):
         _current_cancel = None
         cancel.close()
     sink.close()
-    return result.exit_code
+    if fmt == "rich" and result.state == "input_needed" and \
+            not options.get("no_input") and not with_result:
+        from .ask import ask_and_rerun
+        return ask_and_rerun(result, name, options, words)
+    return (result.exit_code, result) if with_result else result.exit_code
