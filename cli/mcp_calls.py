@@ -1,7 +1,8 @@
 """``tools/call``: check the arguments, run the tool, ask for what it needs.
 
-A call is validated against the tool's schema (every violation listed,
-nothing run), turned into an argv as ``acor call`` does, and run by the
+A call is checked and turned into an argv by ``acor call``'s own
+:func:`cli.call_cmd.call_argv` (every violation listed, nothing run), and
+run by the
 runner in a worker thread, so the event loop keeps serving other calls and
 their progress. Cancelling the request (``notifications/cancelled``, or the
 client going away, which cancels every request) sets the run's
@@ -32,10 +33,12 @@ from mcp.shared.exceptions import MCPError
 from acor.events import InputNeeded
 
 from . import mcp_results as results
+from .call_cmd import call_argv
+from .errors import UsageError
 from .formats import write_stderr
 from .loop import Cancel
 from .mcp_progress import ProgressRelay
-from .mcp_tools import ARGV_SCHEMA, argv_arguments, tool_args
+from .mcp_tools import tool_args
 
 MODERN_VERSIONS = ("2026-07-28",)
 MAX_ROUNDS = 5        # questions one call may ask before giving up
@@ -96,12 +99,11 @@ class CallHandler:
                 return _declined(spec.name, state, answer)
             answers.update(_answers(answer, state["fields"]))
         while True:
-            values = _merge(arguments, answers, session, schema)
-            problems = self._validate(schema, values)
-            if problems:
-                return results.usage_result(spec.name, problems,
-                                            _schema_hint(schema))
-            argv = _to_argv(schema, values)
+            try:
+                argv = call_argv(spec, _merge(arguments, answers, session,
+                                              schema))
+            except UsageError as exc:
+                return results.usage_result(spec.name, exc)
             result = await self._run(spec, argv, registry, relay)
             reply = results.call_result(
                 result, protocol_version=ctx.protocol_version,
@@ -130,10 +132,6 @@ class CallHandler:
             if answer.action != "accept":
                 return _with_text(reply, _declined_text(answer.action))
             answers.update(_answers(answer, list(needed.fields)))
-
-    def _validate(self, schema, values) -> list[str]:
-        from acor.args import validate
-        return validate(schema or ARGV_SCHEMA, values)
 
     async def _run(self, spec, argv, registry, relay):
         """Run the tool in a worker thread; a cancelled request stops it."""
@@ -219,19 +217,6 @@ def _merge(arguments, answers, session, schema) -> dict:
             and "session" not in values:
         values["session"] = session
     return values
-
-
-def _to_argv(schema, values) -> list[str]:
-    if schema is None:
-        return argv_arguments(values)
-    from acor.args import to_argv
-    return to_argv(schema, values)
-
-
-def _schema_hint(schema) -> str:
-    if schema is None:
-        return 'Pass the command line as {"argv": ["arg", ...]}.'
-    return "tools/list has the tool's input schema."
 
 
 def _run_cwd(spec, registry) -> str:

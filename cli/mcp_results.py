@@ -163,15 +163,16 @@ def _mime_type(path: str) -> str | None:
     return mimetypes.guess_type(path)[0]
 
 
-def usage_result(tool: str, problems: list[str], schema_hint: str) -> dict:
-    """Arguments that do not match the tool's schema: nothing was run."""
-    lines = [(f"Error E_USAGE: the arguments of '{tool}' do not match its "
-              "input schema; nothing was run."),
-             *[f"- {p}" for p in problems],
-             (f"Recovery: fix every argument listed and call '{tool}' again. "
-              f"{schema_hint}")]
+def usage_result(tool: str, error) -> dict:
+    """Arguments that do not fit the tool (a :class:`cli.errors.UsageError`
+    from ``acor call``'s conversion): every problem listed, nothing run."""
+    problems = (error.details or "").splitlines()
+    lines = [f"Error {error.code}: {error.reason}",
+             *[f"- {problem}" for problem in problems],
+             f"Recovery: fix every argument listed and call '{tool}' again "
+             "(its input schema says what each one takes). Nothing was run."]
     return {"content": [text("\n".join(lines))], "isError": True,
-            "_meta": {"acor/result": unrun_meta(tool, 2, "failed", "E_USAGE",
+            "_meta": {"acor/result": unrun_meta(tool, 2, "failed", error.code,
                                                 problems=problems)}}
 
 

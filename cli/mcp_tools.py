@@ -150,8 +150,3 @@ def tool_annotations(spec) -> dict:
     """The manifest's behaviour hints, as MCP ``ToolAnnotations``."""
     hints = spec.annotations or {}
     return {key: hints[key] for key in ANNOTATION_KEYS if key in hints}
-
-
-def argv_arguments(arguments: dict) -> list[str]:
-    """The argv of a free-argv tool's (validated) arguments."""
-    return list(arguments.get("argv", []))
