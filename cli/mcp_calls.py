@@ -139,12 +139,9 @@ class CallHandler:
         finished = False
 
         def work():
-            try:
-                return self._run_tool(spec, argv, registry=registry,
-                                      timeout=self.timeout,
-                                      sink=_Sink(relay), cancel=cancel)
-            finally:
-                cancel.close()
+            return self._run_tool(spec, argv, registry=registry,
+                                  timeout=self.timeout, sink=_Sink(relay),
+                                  cancel=cancel)
 
         async def stop_when_cancelled():
             try:
@@ -153,16 +150,21 @@ class CallHandler:
                 if not finished:
                     cancel.set()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(stop_when_cancelled)
-            try:
-                # Not abandoned on cancel: the request waits (shielded) until
-                # the runner has ended the tool's process group.
-                result = await anyio.to_thread.run_sync(
-                    work, limiter=self._limiter)
-            finally:
-                finished = True
-                tg.cancel_scope.cancel()
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_when_cancelled)
+                try:
+                    # Not abandoned on cancel: the request waits (shielded)
+                    # until the runner has ended the tool's process group.
+                    result = await anyio.to_thread.run_sync(
+                        work, limiter=self._limiter)
+                finally:
+                    finished = True
+                    tg.cancel_scope.cancel()
+        finally:
+            # Only now: a set() after close() could write into whatever
+            # file reused the Cancel's descriptor.
+            cancel.close()
         return result
 
 
