@@ -778,3 +778,41 @@ def test_every_stdout_line_is_json_rpc(e2e_project):
     assert progress and max(progress) < result_at
     assert lines[max(progress)]["params"]["progress"] == 100
     assert "probe: something on stderr" in err
+
+
+@pytest.mark.parametrize("goes_away", ["stdin closed", "SIGTERM"])
+def test_a_client_that_goes_away_stops_every_running_tool(e2e_project,
+                                                          tmp_path,
+                                                          goes_away):
+    import signal
+    server = subprocess.Popen(
+        [sys.executable, "-m", "acor", "mcp"], cwd=e2e_project.root,
+        env=e2e_project.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE)
+    pidfiles = [tmp_path / "one", tmp_path / "two"]
+    lines = [_initialize("2025-11-25"),
+             {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call",
+               "params": {"name": "probe", "arguments": {
+                   "mode": "sleep", "pidfile": str(path)}}}
+              for i, path in enumerate(pidfiles)]
+    server.stdin.write(b"".join(json.dumps(m).encode() + b"\n"
+                                for m in lines))
+    server.stdin.flush()
+    deadline = time.monotonic() + 20
+    while not all(p.exists() for p in pidfiles):
+        assert time.monotonic() < deadline, server.stderr.read1()
+        time.sleep(0.02)
+    pids = [int(p) for path in pidfiles for p in path.read_text().split()]
+    assert all(pid_alive(pid) for pid in pids)
+    if goes_away == "SIGTERM":
+        server.send_signal(signal.SIGTERM)
+    else:
+        server.stdin.close()
+    assert server.wait(timeout=15) == (130 if goes_away == "SIGTERM" else 0)
+    deadline = time.monotonic() + 5
+    while any(pid_alive(pid) for pid in pids):
+        assert time.monotonic() < deadline, "a tool outlived the server"
+        time.sleep(0.02)
+    for line in server.stdout.read().splitlines():  # no answer is owed
+        assert json.loads(line)["jsonrpc"] == "2.0"
