@@ -1,13 +1,13 @@
 """``tools/call``: check the arguments, run the tool, ask for what it needs.
 
 A call is checked and turned into an argv by ``acor call``'s own
-:func:`cli.call_cmd.call_argv` (every violation listed, nothing run), and
-run by the
-runner in a worker thread, so the event loop keeps serving other calls and
-their progress. Cancelling the request (``notifications/cancelled``, or the
-client going away, which cancels every request) sets the run's
-:class:`Cancel`: the runner stops the tool's whole process group (TERM,
-grace, KILL) and the handler waits for that before it lets go.
+:func:`cli.call_cmd.call_argv` (every violation listed, nothing run), then
+run by the runner in a worker thread, so the event loop keeps serving other
+calls and their progress. Cancelling the request
+(``notifications/cancelled``, or the client going away, which cancels every
+request) sets the run's :class:`Cancel`: the runner stops the tool's whole
+process group (TERM, grace, KILL) and the handler waits for that before it
+lets go.
 
 A run that ends with Input Needed and ``fields`` named like the tool's
 arguments is answered by the client, never by this server:
@@ -223,7 +223,7 @@ def _merge(arguments, answers, session, schema) -> dict:
 
 def _run_cwd(spec, registry) -> str:
     """Where the runner ran the tool (as ``acor TOOL`` does)."""
-    if getattr(spec, "cwd_mode", None) == "project":
+    if spec.cwd_mode == "project":
         return registry.config.root
     return os.getcwd()
 
