@@ -60,7 +60,7 @@ class SdkLoader(threading.Thread):
     def run(self) -> None:
         try:
             self.module = importlib.import_module(".mcp_app", __package__)
-        except BaseException as exc:  # reported by result(), in the main thread
+        except BaseException as exc:  # result() raises it in the main thread
             self.error = exc
 
     def result(self):

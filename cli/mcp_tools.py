@@ -50,7 +50,7 @@ class Catalog:
         self.only = only
         self._log = log if log is not None else sys.stderr
         self._reported: set[str] = set()
-        self._built: dict[str, tuple] = {}  # name -> (what it depends on, tool)
+        self._built: dict[str, tuple] = {}  # name -> (depends on, tool)
 
     def registry(self):
         """The current registry; reports what cannot be served."""

@@ -455,7 +455,7 @@ async def test_two_calls_run_at_once(mode):
         "a": ["met a"], "b": ["met b"]}
 
 
-# --- start-up ------------------------------------------------------------------
+# --- start-up --------------------------------------------------------------
 
 def _sdk_answers(requests):
     """The SDK server's own answers to raw JSON-RPC requests, in order."""
