@@ -610,6 +610,30 @@ PROBE_ARGS = {
         "other": {"type": "string", "x-acor": {"flag": "--other"}}}}
 
 
+ASKER = '''
+from acor import AcorTool
+with AcorTool() as tool:
+    args = tool.parse_args()
+    tool.session(args.session or "greet-7")
+    if args.count is None:
+        tool.input_needed("How many greetings?", fields={"count": {
+            "type": "integer", "minimum": 1, "description": "How many"}})
+    if args.target == "prod" and not args.approve:
+        tool.input_needed("Greet production?", fields={"approve": {
+            "type": "boolean", "description": "Approve it"}},
+            audience="human")
+    tool.output(f"{args.count} x hello {args.target} ({args.session})")
+'''
+ASKER_ARGS = {
+    "type": "object", "additionalProperties": False, "required": ["target"],
+    "properties": {
+        "target": {"type": "string", "x-acor": {"position": 0}},
+        "count": {"type": "integer", "minimum": 1,
+                  "x-acor": {"flag": "--count"}},
+        "approve": {"type": "boolean", "x-acor": {"flag": "--approve"}},
+        "session": {"type": "string", "x-acor": {"flag": "--session"}}}}
+
+
 @pytest.fixture
 def e2e_project(project, isolated_discovery, monkeypatch):
     """A project with the probe (typed) and a wrapped free-argv program;
@@ -617,6 +641,7 @@ def e2e_project(project, isolated_discovery, monkeypatch):
     project.add_tool("probe", PROBE, args=PROBE_ARGS,
                      annotations={"readOnlyHint": True})
     project.add_tool("napper", PROBE, args=PROBE_ARGS, timeout=0.5)
+    project.add_tool("asker", ASKER, args=ASKER_ARGS)
     project.add_wrapped("echo", ["{python}", "-c",
                                  "import sys; print(' '.join(sys.argv[1:]))"],
                         usage="acor echo WORD...")
@@ -638,10 +663,19 @@ def stdio_server(project, *args):
             if k.startswith("ACOR_") or k in ("PATH", "HOME", "NO_COLOR")})
 
 
-async def _scenario(client, root, tmp_path):
+def a_person(asked):
+    """The client's elicitation callback: each form, filled in."""
+    async def answer(ctx, params):
+        asked.append(params)
+        return types.ElicitResult(action="accept",
+                                  content={"count": 3, "approve": True})
+    return answer
+
+
+async def _scenario(client, asked, tmp_path):
     """What every transport and protocol version must do, end to end."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"probe", "napper", "echo"}
+    assert set(tools) == {"probe", "napper", "echo", "asker"}
     assert tools["probe"].annotations.read_only_hint is True
     assert "acor echo WORD..." in tools["echo"].description
 
@@ -666,6 +700,17 @@ async def _scenario(client, root, tmp_path):
     error_text = texts(failed)[-1]
     assert error_text.startswith("Error E_NO_INPUT: No input file")
     assert "Recovery: Pass an existing file" in error_text
+
+    # Input Needed, answered through the client and resumed: two questions,
+    # the second for a person; the session the tool opened carries over.
+    greeted = await client.call_tool("asker", {"target": "prod"})
+    assert texts(greeted) == ["3 x hello prod (greet-7)"]
+    assert [q.message for q in asked] == [
+        "asker needs input: How many greetings?",
+        "asker needs input: Greet production?\n(Only a person may answer "
+        "this.)"]
+    assert asked[0].requested_schema["properties"]["count"] == {
+        "type": "integer", "minimum": 1, "description": "How many"}
 
     # Free argv goes to the program as it is.
     echoed = await client.call_tool("echo", {"argv": ["$(id)", "a b"]})
@@ -719,20 +764,24 @@ async def _all_gone(pidfile):
 @pytest.mark.parametrize("mode", MODES)
 async def test_end_to_end_in_process(mode, e2e_project, tmp_path):
     server = in_process_server(e2e_project.root)
-    async with Client(server, mode=mode) as client:
+    asked = []
+    async with Client(server, mode=mode,
+                      elicitation_callback=a_person(asked)) as client:
         assert client.protocol_version == VERSION[mode]
-        await _scenario(client, e2e_project.root, tmp_path)
+        await _scenario(client, asked, tmp_path)
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_end_to_end_over_stdio(mode, e2e_project, tmp_path):
     # "auto" opens with server/discover and lands on 2026-07-28.
-    async with Client(stdio_server(e2e_project), mode=mode) as client:
+    asked = []
+    async with Client(stdio_server(e2e_project), mode=mode,
+                      elicitation_callback=a_person(asked)) as client:
         assert client.protocol_version == (
             "2026-07-28" if mode == "auto" else "2025-11-25")
         assert client.server_info.name == "acor"
-        await _scenario(client, e2e_project.root, tmp_path)
+        await _scenario(client, asked, tmp_path)
 
 
 def test_every_stdout_line_is_json_rpc(e2e_project):
@@ -770,7 +819,7 @@ def test_every_stdout_line_is_json_rpc(e2e_project):
         assert message["jsonrpc"] == "2.0"
     answers = {m["id"]: m for m in lines if "id" in m}
     assert answers[1]["result"]["serverInfo"]["name"] == "acor"
-    assert len(answers[2]["result"]["tools"]) == 3
+    assert len(answers[2]["result"]["tools"]) == 4
     assert answers[5]["error"]["code"] == -32601
     progress = [i for i, m in enumerate(lines)
                 if m.get("method") == "notifications/progress"]
