@@ -24,11 +24,10 @@ import click
 from acor import exitcodes
 from acor.events import Error
 
+from .durations import check_seconds
+
 INSTALL = "pip install 'acor[mcp]'"
 MIN_SDK = "2.3"
-# As for `acor --timeout` (cli.main, not imported here: it sets signal
-# handlers when imported).
-MAX_SECONDS = 7 * 24 * 3600
 EARLY_WAIT = 0.2  # seconds to wait for the opening request before importing
 
 
@@ -80,16 +79,8 @@ def parse_options(tools: str | None, timeout: str | None):
         if not only:
             raise ValueError("--tools needs at least one tool name, e.g. "
                              "--tools hello,csvprofile")
-    seconds = None
-    if timeout is not None:
-        try:
-            seconds = float(timeout)
-        except ValueError:
-            seconds = float("nan")
-        if not 0 < seconds <= MAX_SECONDS:
-            raise ValueError(f"--timeout must be a number of seconds above "
-                             f"0 and at most {MAX_SECONDS} (a week), not "
-                             f"{timeout!r}")
+    seconds = None if timeout is None else check_seconds(timeout,
+                                                         "--timeout")
     return only, seconds
 
 

@@ -548,7 +548,7 @@ def test_without_the_extra_a_clear_error_and_exit_2(monkeypatch, capsys,
 @pytest.mark.parametrize("tools, timeout, message", [
     (" , ", None, "--tools needs at least one tool name"),
     (None, "0", "--timeout must be a number of seconds above 0"),
-    (None, "inf", "--timeout must be"), (None, "soon", "--timeout must be")])
+    (None, "inf", "at most 604800"), (None, "soon", "--timeout must be")])
 def test_bad_options_are_refused(tools, timeout, message):
     with pytest.raises(ValueError, match=message):
         mcp_server.parse_options(tools, timeout)
