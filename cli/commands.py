@@ -18,6 +18,7 @@ from .errors import LauncherError, UsageError, config_error, report
 from .formats import FORMATS
 from . import info
 from .call_cmd import call_command
+from .mcp_server import mcp_command
 from .sessions_cmd import sessions
 
 
@@ -116,7 +117,7 @@ def parse(source):
 
 cli.add_command(sessions)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
-                 call_command):
+                 call_command, mcp_command):
     cli.add_command(_command)
 
 
