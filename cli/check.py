@@ -1,0 +1,239 @@
+"""``acor check NAME|PATH [--json]``: does a tool keep the protocol?
+
+It works for tools in any language, because it looks only at what a tool
+publishes and writes: the manifest is validated against the published JSON
+Schema, then each of the manifest's ``examples`` is run through the runner
+(in the tool's folder) and its stream checked (:mod:`cli.conformance`).
+Every violation is printed with its fix; exit 0 when the tool conforms,
+1 when it does not, 2 when there is no such tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+import click
+
+from acor import exitcodes
+from acor.events import Error
+
+from .conformance import (Violation, expectation_violations,
+                          manifest_violations, stream_violations)
+
+FREE_ARGV = {"type": "object", "properties": {
+    "argv": {"type": "array", "items": {"type": "string"}}},
+    "additionalProperties": False}
+
+
+class Target:
+    """The tool to check: its manifest, and what discovery made of it."""
+
+    __slots__ = ("name", "manifest_path", "folder", "spec", "skipped",
+                 "config")
+
+    def __init__(self, name, manifest_path, spec=None, skipped=None,
+                 config=None):
+        self.name = name
+        self.manifest_path = manifest_path
+        # Examples run here: tool folders hold their sample inputs.
+        self.folder = os.path.dirname(manifest_path)
+        self.spec = spec          # a ToolSpec, None if discovery skips it
+        self.skipped = skipped    # discovery's Skipped, when it does
+        self.config = config
+
+
+class NotFound(Exception):
+    """No tool by that name or path: ``error`` says so, with the fix."""
+
+    def __init__(self, error: Error) -> None:
+        super().__init__(error.title)
+        self.error = error
+
+
+def looks_like_path(ref: str) -> bool:
+    return os.sep in ref or "/" in ref or ref.endswith(".json") or \
+        os.path.isfile(os.path.join(ref, "manifest.json"))
+
+
+def resolve(ref: str, cwd: str | None = None) -> Target:
+    """The tool called ``ref``, or at path ``ref`` (a tool folder, its
+    manifest.json, or a wrapper's ``<name>.json``). Raises
+    :class:`NotFound`; a config error propagates as ConfigError."""
+    from .discover import load_registry
+    registry = load_registry(cwd=cwd)
+    if looks_like_path(ref):
+        return _resolve_path(os.path.abspath(os.path.join(cwd or "", ref)),
+                             registry.config)
+    spec = registry.get(ref)
+    if spec is not None:
+        return Target(spec.name, spec.manifest_path, spec, None,
+                      registry.config)
+    for skipped in registry.skipped:
+        base = os.path.basename(skipped.path)
+        if base in (ref, ref + ".json"):
+            path = skipped.path if base.endswith(".json") else \
+                os.path.join(skipped.path, "manifest.json")
+            return Target(ref, path, None, skipped, registry.config)
+    from .main import unknown_tool
+    raise NotFound(unknown_tool(ref, registry))
+
+
+def _resolve_path(path, config):
+    if os.path.isdir(path):
+        path = os.path.join(path, "manifest.json")
+    if not os.path.isfile(path):
+        raise NotFound(Error(f"No manifest at {path}", "E_FILE_NOT_FOUND",
+                             None, "Give a tool's name (`acor list`), its "
+                             "folder, or its manifest file."))
+    from .discover import scan
+    entry = os.path.dirname(path) if os.path.basename(path) == \
+        "manifest.json" else path
+    # Discovery of just the folder holding it: the same checks, no others.
+    config.tools_dirs = [os.path.dirname(entry)]
+    registry = scan(config)
+    real = os.path.realpath(entry)
+    spec = next((s for s in registry.tools.values()
+                 if os.path.realpath(s.path) == real), None)
+    skipped = next((s for s in registry.skipped
+                    if os.path.realpath(s.path) == real), None)
+    name = spec.name if spec else os.path.basename(entry).removesuffix(
+        ".json")
+    return Target(name, path, spec, skipped, config)
+
+
+def read_manifest(path: str) -> tuple[object, Violation | None]:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f), None
+    except OSError as exc:
+        return None, Violation("manifest", f"cannot read {path}: "
+                               f"{exc.strerror}", "Check the file's "
+                               "permissions.")
+    except ValueError as exc:
+        return None, Violation("manifest", f"{path} is not valid JSON: "
+                               f"{exc}", f"Fix the JSON (`python3 -m "
+                               f"json.tool {path}` shows where).")
+
+
+def example_argv(manifest: dict, example: dict) -> list[str]:
+    """The argv an example stands for; its values were validated with
+    the manifest already."""
+    args = example["args"]
+    if isinstance(args, list):
+        return list(args)
+    if "args" not in manifest:
+        return list(args.get("argv", []))
+    from acor.args import to_argv
+    return to_argv(manifest["args"], args)
+
+
+def check(target: Target) -> dict:
+    """Check ``target``; the report as a dict (see ``--json``)."""
+    report = {"tool": target.name, "manifest": target.manifest_path,
+              "conforms": False, "violations": [], "warnings": [],
+              "examples": []}
+    found = []
+    data, unreadable = read_manifest(target.manifest_path)
+    if unreadable is not None:
+        found.append(unreadable)
+    else:
+        found += manifest_violations(data)
+    if target.skipped is not None and not found:
+        # Only what the schema cannot see: a missing or non-executable
+        # entry, a reserved name, a link out of the tools dir.
+        found.append(Violation("manifest", "acor skips this manifest: "
+                               f"{target.skipped.reason}",
+                               target.skipped.recovery))
+    if target.spec is not None:
+        report["warnings"] += list(target.spec.warnings or [])
+    if found or target.spec is None:
+        report["violations"] = [v.to_dict() for v in found]
+        return report
+    examples = data.get("examples", [])
+    if not examples:
+        report["warnings"].append(
+            "the manifest has no examples, so no run was checked: add "
+            '"examples": [{"args": [...], "exit_code": 0}]')
+    for index, example in enumerate(examples):
+        outcome, problems = run_example(target, data, example, index)
+        report["examples"].append(outcome)
+        found += problems
+    report["violations"] = [v.to_dict() for v in found]
+    report["conforms"] = not found
+    return report
+
+
+def run_example(target: Target, manifest: dict, example: dict,
+                index: int) -> tuple[dict, list[Violation]]:
+    from .runner import run  # the launcher proper: only once it runs
+    argv = example_argv(manifest, example)
+    where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
+    timeout = target.spec.timeout or (target.config.timeout
+                                      if target.config else None)
+    result = run(target.spec, argv, cwd=target.folder, timeout=timeout)
+    problems = stream_violations(
+        result.events, where, tool_exit_code=tool_exit_code(result),
+        error_code=result.error_code, state=result.state)
+    problems += expectation_violations(example, result.exit_code,
+                                       result.events, where)
+    outcome = {"example": index + 1, "argv": argv,
+               "exit_code": result.exit_code, "state": result.state,
+               "error_code": result.error_code,
+               "duration_ms": round(result.duration * 1000),
+               "ok": not problems}
+    return outcome, problems
+
+
+def tool_exit_code(result) -> int | None:
+    """What the tool's own process exited with (the runner's exit code
+    is derived from the ending, so it cannot disagree with it)."""
+    return result.tool_exit_code
+
+
+def format_report(report: dict) -> str:
+    lines = [f"acor check {report['tool']}: {report['manifest']}"]
+    for warning in report["warnings"]:
+        lines.append(f"  warning: {warning}")
+    for outcome in report["examples"]:
+        mark = "ok  " if outcome["ok"] else "FAIL"
+        ending = outcome["state"] + (f", {outcome['error_code']}"
+                                     if outcome["error_code"] else "")
+        lines.append(f"  {mark} example {outcome['example']}: "
+                     f"{shlex.join([report['tool'], *outcome['argv']])} -> "
+                     f"exit {outcome['exit_code']} ({ending})")
+    for v in report["violations"]:
+        lines.append(f"\n  {v['where']}\n    problem: {v['problem']}\n"
+                     f"    fix:     {v['fix']}")
+    count = len(report["violations"])
+    lines.append("")
+    lines.append(f"{report['tool']} conforms ({len(report['examples'])} "
+                 "example(s) run)." if report["conforms"] else
+                 f"{report['tool']} does not conform: {count} problem"
+                 f"{'s' if count != 1 else ''}.")
+    return "\n".join(lines)
+
+
+@click.command("check")
+@click.argument("tool")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+def check_command(tool: str, as_json: bool) -> int:
+    """Check that TOOL (a name, a tool folder or a manifest file) keeps the
+    protocol: its manifest against the published schema, then each of its
+    examples run and its stream checked. Exit 0 when it conforms."""
+    from .config import ConfigError
+    from .main import config_error, emit_failure
+    fmt = "json" if as_json else None
+    try:
+        target = resolve(tool)
+    except NotFound as exc:
+        return emit_failure(exc.error, fmt)
+    except ConfigError as exc:
+        return emit_failure(config_error(exc), fmt)
+    report = check(target)
+    if as_json:
+        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_report(report))
+    return exitcodes.OK if report["conforms"] else exitcodes.FAILED
