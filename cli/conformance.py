@@ -59,10 +59,15 @@ def manifest_violations(data: object) -> list[Violation]:
     then the rules of ``args`` a schema cannot express."""
     import jsonschema  # only `acor check` pays for it
     validator = jsonschema.Draft202012Validator(load_schema())
-    found = []
+    found, seen = [], set()
     for error in sorted(validator.iter_errors(data),
                         key=lambda e: [str(p) for p in e.absolute_path]):
-        found.append(_schema_violation(error))
+        violation = _schema_violation(error)
+        # The top level and the branch for the manifest's kind may both
+        # say it (not an object): once is enough.
+        if (violation.where, violation.problem) not in seen:
+            seen.add((violation.where, violation.problem))
+            found.append(violation)
     if not found and isinstance(data, dict) and "args" in data:
         found += args_violations(data["args"], data.get("examples", []))
     return found
