@@ -79,9 +79,9 @@ def acor_run():
     against the tool's args schema and turned into the argv."""
 
     def run_tool(name, *argv, args=None, timeout=None, cwd=None):
-        from .runner import run
         if args is not None and argv:
             raise TypeError("acor_run takes an argv or args=, not both")
+        from .runner import run
         tool, manifest_path = _tool(name)
         if args is not None:
             argv = _argv_from_values(tool, manifest_path, args)
