@@ -186,3 +186,23 @@ def test_json_string_round_trips_through_json():
     text = 'quote " back \\ tab \t nl \n cr \r bell \x07 esc \x1b é ✓'
     out, _, _ = bash('acor_json_string "$T"', {"T": text})
     assert json.loads(out) == text
+
+
+def test_the_recipe_in_the_protocol_document_works(tmp_path):
+    doc = (Path(__file__).resolve().parent.parent / "docs" /
+           "protocol.md").read_text()
+    recipe = doc.split("### Bash, with acor.sh")[1].split("```bash\n")[1]
+    script = tmp_path / "lines.sh"
+    script.write_text(recipe.split("```")[0])
+    data = tmp_path / "data.txt"
+    data.write_text("a\nb\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env["ACOR_SH"] = str(SH)
+    runs = [subprocess.run(["bash", str(script), *argv], env=env,
+                           capture_output=True, text=True)
+            for argv in ([str(data)], [], [str(tmp_path / "none")])]
+    assert [run.returncode for run in runs] == [0, 2, 1]
+    assert grammar.parse(runs[0].stdout)[-2] == OutputData(
+        "json", {"path": str(data), "lines": 2})
+    assert [e.code for e in grammar.parse(runs[2].stdout)
+            if e.type == "error"] == ["E_FILE_NOT_FOUND"]
