@@ -2,9 +2,8 @@
 
 A tool's stdout carries more than the library writes: raw ``print`` calls,
 subprocess output, file contents. Any of it could look like ``## AI
-Directive``. So the launcher gives each run a fresh random token in the
-environment variable ``ACOR_FRAME_TOKEN``; the library removes it from the
-environment (so child processes never see it) and marks every section::
+Directive``. So the launcher gives each run a fresh random token and marks
+are checked against it; the library marks every section::
 
     \\x1eacor:<token>\\x1e## Status: Ready
     <body lines, escaped>
@@ -16,12 +15,23 @@ escaped text in its place. Escaped text can never begin with ``\\x1e``
 (:mod:`acor.grammar` escapes such lines), so a marked line cannot come from
 data a tool passed to the library, and raw output cannot forge one without
 knowing the run's 128-bit token.
+
+The token reaches the tool through an inherited pipe, not the environment:
+the launcher writes it into a pipe, closes the writing end and names the
+reading end in ``ACOR_FRAME_FD``. The first reader takes it (the library does
+so on import) and closes the descriptor, so programs the tool starts later
+find an empty pipe or none, and ``/proc/<pid>/environ`` shows only a number.
+``ACOR_FRAME_TOKEN`` in the environment is still accepted (tests, other
+launchers); the library removes it and scrubs it from the process's initial
+environment block.
 """
 
 import os
 
 
 ENV_VAR = "ACOR_FRAME_TOKEN"
+FD_VAR = "ACOR_FRAME_FD"
+TOKEN_BYTES = 64  # a token is 32 hex digits; more than that is not one
 # Every framed line begins so: the one definition of the mark.
 FRAME_PREFIX = b"\x1eacor:"
 
@@ -60,11 +70,59 @@ def _scrub_initial_environment(token):
         pass
 
 
+def _read_token_fd(value):
+    """The token from the pipe named by ``ACOR_FRAME_FD``, and the pipe
+    closed. Anything but a readable pipe holding a token gives "" (never a
+    block: a descriptor that is a terminal or a file is not ours to read)."""
+    import stat
+    try:
+        fd = int(value)
+        if fd < 3 or not stat.S_ISFIFO(os.fstat(fd).st_mode):
+            return ""
+    except (ValueError, OSError):
+        return ""
+    try:
+        os.set_blocking(fd, False)
+        data = os.read(fd, TOKEN_BYTES + 1)
+    except OSError:
+        data = b""
+    finally:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    token = data.decode("ascii", "replace").strip()
+    return token if 0 < len(token) <= TOKEN_BYTES and token.isalnum() else ""
+
+
+def take_token():
+    """Take the launcher's token, once: from ``ACOR_FRAME_FD``, else from
+    ``ACOR_FRAME_TOKEN``. Both variables are removed from the environment so
+    that programs the tool runs inherit neither."""
+    fd_value = os.environ.pop(FD_VAR, None)
+    token = os.environ.pop(ENV_VAR, "")
+    if token:
+        _scrub_initial_environment(token)
+    if fd_value is not None:
+        token = _read_token_fd(fd_value) or token
+    return token
+
+
+def token_pipe(token):
+    """For launchers: a pipe holding ``token``, its writing end closed.
+    Returns the reading end, to pass to the tool (``pass_fds``) and name in
+    ``ACOR_FRAME_FD``; the launcher closes its copy once the tool runs."""
+    read_end, write_end = os.pipe()
+    try:
+        os.write(write_end, token.encode("ascii"))
+    finally:
+        os.close(write_end)
+    return read_end
+
+
 # Taken when the library is first imported (``from acor import AcorTool``),
 # before the tool has had a chance to start any program.
-_inherited = os.environ.pop(ENV_VAR, "")
-if _inherited:
-    _scrub_initial_environment(_inherited)
+_inherited = take_token()
 
 
 def new_token():

@@ -13,9 +13,10 @@ import sys
 import click
 
 from acor import __version__, exitcodes
-from acor.events import Error
 
-from .main import FORMATS, config_error, emit_failure, unknown_tool
+from .errors import LauncherError, UsageError, config_error, report, \
+    unknown_tool
+from .formats import FORMATS
 from .sessions_cmd import sessions
 
 
@@ -164,7 +165,7 @@ def show(ctx, tool):
     registry = _registry(ctx)
     spec = registry.get(tool)
     if spec is None:
-        raise _Failure(unknown_tool(tool, registry))
+        raise unknown_tool(tool, registry)
     click.echo(f"{spec.name} {spec.version} ({spec.kind})")
     click.echo(f"  {spec.description}")
     click.echo(f"  path:  {spec.path}")
@@ -189,12 +190,12 @@ def parse(source):
         stream = sys.stdin if source == "-" else open(source, encoding="utf-8",
                                                       errors="replace")
     except OSError as exc:
-        raise _Failure(Error(f"Cannot read {source}: {exc.strerror}",
-                             "E_FILE_NOT_FOUND" if isinstance(
-                                 exc, FileNotFoundError) else "E_FILE_READ",
-                             f"path: {os.path.abspath(source)}",
-                             "Check the path, or pipe the text in: "
-                             "`... | acor parse -`."))
+        raise LauncherError(
+            f"Cannot read {source}: {exc.strerror}",
+            "Check the path, or pipe the text in with `acor parse -`.",
+            code="E_FILE_NOT_FOUND" if isinstance(exc, FileNotFoundError)
+            else "E_FILE_READ", details=f"path: {os.path.abspath(source)}",
+            exit_code=exitcodes.USAGE) from None
     with stream:
         while True:
             chunk = stream.read(1 << 16)
@@ -209,32 +210,23 @@ def parse(source):
 cli.add_command(sessions)
 
 
-class _Failure(Exception):
-    """An ACOR Error to report with exit code 2."""
-
-    def __init__(self, error):
-        super().__init__(error.title)
-        self.error = error
-
-
-def run_command(argv):
+def run_command(argv, fmt=None):
     """Run the click application; every failure is reported in ACOR form."""
     from .config import ConfigError
-    fmt = "json" if "--format=json" in argv or (
-        "--format" in argv and argv[argv.index("--format") + 1:][:1] ==
-        ["json"]) else None
     try:
         result = cli.main(args=argv, prog_name="acor", standalone_mode=False)
-    except _Failure as exc:
-        return emit_failure(exc.error, fmt)
+    except LauncherError as exc:
+        return report(exc, fmt)
     except ConfigError as exc:
-        return emit_failure(config_error(exc), fmt)
+        return report(config_error(exc), fmt)
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
+        next_argv = ["acor", "--help"]
         if exc.ctx is not None and exc.ctx.command is not cli:
             hint = f"Run `acor {exc.ctx.command.name} --help` for its usage."
-        return emit_failure(Error(exc.format_message(), "E_USAGE", None,
-                                  hint), fmt)
+            next_argv = ["acor", exc.ctx.command.name, "--help"]
+        return report(UsageError(exc.format_message(), hint, next=next_argv),
+                      fmt)
     except click.Abort:
         return exitcodes.CANCELLED
     except click.exceptions.Exit as exc:

@@ -1,32 +1,43 @@
-"""The ``acor`` command: config -> discover -> spawn -> read -> parse -> render.
+"""The ``acor`` command: parse the global options, then run a tool through
+:func:`cli.runner.run` or hand a built-in command to :mod:`cli.commands`.
 
-``acor <tool> args`` is the hot path an agent pays for on every call, so it
-is parsed here by hand and imports none of click, rich, yaml or filelock
-unless it must (a changed config needs yaml, ``--format rich`` needs rich).
-Built-in commands (``list``, ``show``, ``parse``, ``doctor``, ``sessions``)
-and help go to the click application in :mod:`cli.commands`.
+``acor <tool> args`` is the hot path an agent pays for on every call, so its
+options are parsed here by hand, and none of click, rich, yaml or filelock
+is imported unless it must be (a changed config needs yaml, ``--format
+rich`` needs rich).
 """
 
-import os
-import sys
+import signal
 
-from acor import exitcodes
-from acor.events import Error, Status
+# Ctrl-C from the first instruction acor runs: remembered until the runner
+# takes over (then the run ends Cancelled), never a KeyboardInterrupt
+# traceback from the middle of an import.
+_early_signals: list = []
+_current_cancel = None  # the run's Cancel, once there is one
 
-BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help"})
-FORMATS = ("markdown", "json", "rich")
+
+def _remember(signum, frame):
+    _early_signals.append(signum)
+    if _current_cancel is not None:
+        _current_cancel.set(signum)
+
+
+for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+    signal.signal(_sig, _remember)
+
+import os  # noqa: E402
+import sys  # noqa: E402
+
+from acor import exitcodes  # noqa: E402
+
+from .errors import LauncherError, UsageError, config_error, report  # noqa
+from .formats import FORMATS  # noqa: E402
+
+BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
+                      "call", "schema", "new", "check", "mcp"})
+MAX_SECONDS = 7 * 24 * 3600  # one week: selectors overflow past ~24 days
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
-
-
-class UsageError(Exception):
-    """A wrong invocation: says what is wrong and what to type instead."""
-
-    def __init__(self, title, recovery, details=None):
-        super().__init__(title)
-        self.title = title
-        self.recovery = recovery
-        self.details = details
 
 
 def split_options(argv):
@@ -34,8 +45,9 @@ def split_options(argv):
 
     Everything after the tool name belongs to the tool, ``--help``
     included. An option we do not know ends the scan: click reports it.
+    Returns (options, the option words as given, the rest).
     """
-    options = {}
+    options, words = {}, []
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -45,43 +57,46 @@ def split_options(argv):
         if not eq:
             if i + 1 >= len(argv):
                 raise UsageError(f"Option {name} needs a value",
-                                 f"Give it one: `acor {name} VALUE <tool>`.")
+                                 "Give it one, as in the command below.",
+                                 next=["acor", name, _EXAMPLES[name],
+                                       "list"])
             value = argv[i + 1]
             i += 1
         options[_VALUED[name]] = value
+        words += [name, value]
         i += 1
-    return _check_options(options), argv[i:]
+    return _check_options(options), words, argv[i:]
+
+
+_EXAMPLES = {"--format": "json", "--timeout": "60", "--idle-timeout": "30",
+             "--config": ".acor/config.yaml"}
 
 
 def _check_options(options):
     fmt = options.get("format")
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"Unknown format {fmt!r}",
-                         "Use --format markdown, --format json or "
-                         "--format rich.")
+                         "Use one of: " + ", ".join(FORMATS) + ".",
+                         next=["acor", "--format", "json", "list"])
     for key in ("timeout", "idle_timeout"):
         if key in options:
-            flag = "--" + key.replace("_", "-")
-            try:
-                seconds = float(options[key])
-            except ValueError:
-                seconds = float("nan")
-            if not seconds > 0 or seconds == float("inf"):
-                raise UsageError(f"{flag} must be a number of seconds above "
-                                 f"0, not {options[key]!r}",
-                                 f"For example: `acor {flag} 30 <tool>`.")
-            options[key] = seconds
+            options[key] = check_seconds(options[key],
+                                         "--" + key.replace("_", "-"))
     return options
 
 
-def emit_failure(error, fmt, code=exitcodes.USAGE, tool="acor", out=None):
-    """Report a launcher-level failure in ACOR form: an Error, then the one
-    final status an agent expects."""
-    from .render import make_sink
-    sink = make_sink("json" if fmt == "json" else "markdown", tool, out)
-    sink.emit(error)
-    sink.emit(Status("failed"))
-    return code
+def check_seconds(text, flag):
+    """A duration option: a number of seconds above 0, at most a week."""
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = float("nan")
+    if not 0 < seconds <= MAX_SECONDS:
+        raise UsageError(f"{flag} must be a number of seconds above 0 and at "
+                         f"most {MAX_SECONDS} (a week), not {text!r}",
+                         "Give a duration in seconds, as in the command "
+                         "below.", next=["acor", flag, "30", "list"])
+    return seconds
 
 
 def default_format(options, config):
@@ -92,65 +107,74 @@ def default_format(options, config):
     return "rich" if sys.stdout.isatty() else "markdown"
 
 
+def _ensure_std_fds():
+    """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
+    next pipe acor opens; /dev/null takes its place instead."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv=None):
+    _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
+    fmt = None
     try:
-        options, rest = split_options(argv)
-    except UsageError as exc:
-        return emit_failure(Error(exc.title, "E_USAGE", exc.details,
-                                  exc.recovery), None)
-    try:
+        options, words, rest = split_options(argv)
+        fmt = options.get("format")
         if not rest or rest[0] in BUILTINS or rest[0].startswith("-"):
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.default_int_handler
+                              if sig == signal.SIGINT else signal.SIG_DFL)
+            if _early_signals:
+                return exitcodes.CANCELLED
             from .commands import run_command  # click: the cold path only
-            return run_command(argv)
-        return run_named(rest[0], rest[1:], options)
+            return run_command(argv, fmt)
+        return run_named(rest[0], rest[1:], options, words)
+    except LauncherError as exc:
+        return report(exc, fmt)
     except BrokenPipeError:
         # The reader went away (`acor tool | head -1`): the tool's group is
         # already ended by the run's cleanup; leave quietly, as `cat` does.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return exitcodes.BROKEN_PIPE
+    except KeyboardInterrupt:
+        return exitcodes.CANCELLED
 
 
-def run_named(name, args, options):
+def run_named(name, args, options, words):
     """``acor <name> args``: find the tool and run it."""
     from .config import ConfigError
     from .discover import load_registry
-    fmt = options.get("format")
     try:
         registry = load_registry(
             config_path=options.get("config") or os.environ.get("ACOR_CONFIG"))
     except ConfigError as exc:
-        return emit_failure(config_error(exc), fmt)
+        raise config_error(exc) from None
     config = registry.config
     fmt = default_format(options, config)
-    spec = registry.get(name)
-    if spec is None:
-        return emit_failure(unknown_tool(name, registry), fmt)
-    from .run import run_tool
-    timeout = options.get("timeout") or spec.timeout or config.timeout
-    idle = options.get("idle_timeout") or spec.idle_timeout or \
-        config.idle_timeout
-    cwd = config.root if getattr(spec, "cwd_mode", None) == "project" else None
-    env = {"ACOR_STATE_DIR": config.state_dir, "ACOR_TOOL": spec.name}
-    return run_tool(spec, args, fmt=fmt, timeout=timeout, idle_timeout=idle,
-                    progress_interval=config.progress_interval, cwd=cwd,
-                    env=env, reap_orphans=True)
-
-
-def config_error(exc):
-    where = exc.path or "configuration"
-    if exc.line:
-        where += f", line {exc.line}"
-    return Error(f"Invalid configuration: {exc.reason}", "E_CONFIG",
-                 f"file: {where}", exc.recovery)
-
-
-def unknown_tool(name, registry):
-    matches = registry.close_matches(name)
-    details = ("Did you mean: " + ", ".join(matches) + "?") if matches else \
-        f"Known tools: {', '.join(sorted(registry.tools)) or 'none'}"
-    return Error(f"Unknown tool '{name}'", "E_UNKNOWN_TOOL", details,
-                 "Run `acor list` to see the available tools"
-                 + (f", or `acor {matches[0]}`" if matches else "")
-                 + "; `acor doctor` shows manifests that were skipped and why.")
+    from .formats import make_sink
+    from .runner import Cancel, run
+    sink = make_sink(fmt, name, config.progress_interval)
+    global _current_cancel
+    cancel = _current_cancel = Cancel()
+    for signum in _early_signals:
+        cancel.set(signum)
+    try:
+        result = run(name, args, registry=registry,
+                     timeout=options.get("timeout"),
+                     idle_timeout=options.get("idle_timeout"), sink=sink,
+                     cancel=cancel, inherit_stdin=True, handle_signals=True,
+                     reap_orphans=True, keep_events=False,
+                     command=["acor", *words])
+    finally:
+        _current_cancel = None
+        cancel.close()
+    sink.close()
+    return result.exit_code

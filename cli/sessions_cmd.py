@@ -18,7 +18,6 @@ import os
 import click
 
 from acor import exitcodes
-from acor.events import Error
 from acor.sessions import (SessionStore, list_sessions, state_dir_from_env,
                            validate_session_id, validate_tool_name)
 
@@ -27,8 +26,9 @@ _LIST_HINT = "Run `acor sessions` to see the saved sessions."
 
 def _fail(ctx, fmt, title, code, recovery, details=None,
           exit_code=exitcodes.USAGE):
-    from .main import emit_failure  # imported late: main is the hot path
-    emit_failure(Error(title, code, details, recovery), fmt)
+    from .errors import LauncherError, report
+    report(LauncherError(title, recovery, code=code, details=details,
+                         exit_code=exit_code), fmt)
     ctx.exit(exit_code)
 
 
@@ -109,7 +109,8 @@ def _list(state_dir, tool, as_json):
          str(s.checkpoints)) for s in found if not s.error]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
-        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths))
+        click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths,
+                                                        strict=False))
                    + "  " + row[4])
     for s in found:
         if s.error:

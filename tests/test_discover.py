@@ -80,13 +80,13 @@ def skipped_reason(registry, path):
 # -- good tools ------------------------------------------------------------
 
 def test_acor_tool_argv_runs_python_entries_with_this_interpreter(project):
-    folder = acor_tool(project / "tools", "hello", args=["--greet"],
-                       timeout=5, usage="acor hello")
+    folder = acor_tool(project / "tools", "hello", timeout=5,
+                       usage="acor hello")
     spec = load(project).get("hello")
     assert spec.kind == "acor" and spec.path == str(folder)
     assert spec.manifest_path == str(folder / "manifest.json")
     assert spec.argv == [sys.executable, "-u",
-                         os.path.realpath(folder / "main.py"), "--greet"]
+                         os.path.realpath(folder / "main.py")]
     assert (spec.timeout, spec.usage, spec.warnings) == (5, "acor hello", [])
 
 
@@ -118,7 +118,7 @@ def test_wrapped_defaults_and_relative_command(project):
                                                "recovery": "r"}})
     spec = load(project).get("lint")
     assert spec.argv == [os.path.realpath(tools / "bin" / "lint"), "-q"]
-    assert (spec.version, spec.cwd_mode) == ("0.0.0", "project")
+    assert (spec.version, spec.cwd_mode) == ("1.0.0", "project")
     assert spec.errors == {"2": {"message": "m", "recovery": "r"}}
 
 
@@ -151,13 +151,15 @@ def hostile_cases():
                            None, "line 2"),
         "not an object": (dict(manifest='["bad"]'), None, "JSON object"),
         "missing fields": (dict(manifest='{"name": "bad"}'), None,
-                           "missing required field(s): version"),
+                           "missing required field(s): description, entry"),
         "wrong type": (dict(timeout="soon"), None, "'timeout' must be"),
         "zero timeout": (dict(timeout=0), None, "'timeout' must be"),
         "bool timeout": (dict(timeout=True), None, "'timeout' must be"),
         "NaN": (dict(manifest='{"name": "bad", "timeout": NaN}'), None,
                 "NaN"),
-        "args not strings": (dict(args=["a", 1]), None, "index 1"),
+        "args not a schema": (dict(args=["a", 1]), None, "'args' must be"),
+        "args without x-acor": (dict(args={"properties": {"p": {
+            "type": "string"}}}), None, "x-acor"),
         "uppercase name": (dict(name="Bad"), None, "'name' must be"),
         "name with space": (dict(name="a b"), None, "'name' must be"),
         "name with newline": (dict(name="bad\n"), None, "'name' must be"),
@@ -278,7 +280,8 @@ def test_first_tools_dir_wins_and_the_loser_is_reported(project):
 
 def test_reserved_names_are_the_launchers_builtins():
     from acor.cli.main import BUILTINS
-    assert discover.RESERVED == BUILTINS
+    from acor.cli.manifest import RESERVED
+    assert RESERVED == BUILTINS
 
 
 def test_close_matches(project):

@@ -282,7 +282,7 @@ def test_sixteen_parallel_runs_each_get_their_own_transcript(project):
                 range(1, len(events) + 1))
             kinds = [e["type"] for e in events if e["type"] != "text"]
             assert kinds == ["status"] + ["progress"] * 5 + [
-                "output_data", "ai_directive", "status"]
+                "output_data", "ai_directive", "status", "result"]
             assert [e["message"] for e in events
                     if e["type"] == "progress"] == [
                 f"run {i} step {k}" for k in range(5)]

@@ -22,6 +22,17 @@ OK_TOOL = """
 """
 
 
+def json_run(stdout):
+    """JSON lines without the keys every line has, and the result line."""
+    lines = [json.loads(line) for line in stdout.splitlines()]
+    lines = [line for line in lines if line["type"] != "stderr"]
+    assert lines[-1]["type"] == "result", lines[-1]
+    for line in lines[:-1]:
+        for key in ("v", "seq", "time", "tool"):
+            line.pop(key)
+    return lines[:-1], lines[-1]
+
+
 def events(stdout):
     return [e.to_dict() for e in parse(stdout)]
 
@@ -140,14 +151,18 @@ def test_timeout_kills_the_whole_group_including_grandchildren(project,
             time.sleep(60)
     """)
     started = time.monotonic()
-    result = project.run("--timeout", "1", "slow")
+    result = project.run("--format", "json", "--timeout", "1", "slow")
     assert time.monotonic() - started < 15
     assert result.returncode == 124
-    evs = events(result.stdout)
-    assert evs[-2]["code"] == "E_TIMEOUT" and "--timeout" in \
-        evs[-2]["recovery"]
+    evs, last = json_run(result.stdout)
+    assert evs[-2]["code"] == "E_TIMEOUT"
+    # The exact next command: the same one, with the timeout doubled.
+    assert evs[-2]["next"] == ["acor", "--format", "json", "--timeout", "2",
+                               "slow"] == last["next"]
     assert evs[-1] == {"type": "status", "state": "failed", "message": ""}
     assert [e["type"] for e in evs].count("status") == 2  # Ready, Failed
+    assert (last["state"], last["exit_code"], last["error_code"]) == (
+        "timeout", 124, "E_TIMEOUT")
     grandchild = int(pidfile.read_text())
     deadline = time.monotonic() + 5
     while pid_alive(grandchild) and time.monotonic() < deadline:
@@ -181,10 +196,11 @@ def test_signal_to_acor_cancels_the_tool(project, sig):
     assert json.loads(first[1])["type"] == "progress"
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=20)
-    lines = [json.loads(line) for line in out.decode().splitlines()]
+    lines, last = json_run(out.decode())
     assert proc.returncode == 130
     assert lines[-1]["type"] == "status" and \
         lines[-1]["state"] == "cancelled"
+    assert (last["state"], last["exit_code"]) == ("cancelled", 130)
     finals = [x for x in lines if x["type"] == "status" and
               x["state"] in ("complete", "failed", "cancelled")]
     assert len(finals) == 1
@@ -241,21 +257,23 @@ def test_raw_prints_cannot_forge_sections(project):
     assert result.returncode == 0
     assert headings(result.stdout) == ["Status: Ready", "Output",
                                        "Status: Complete"]
-    json_run = project.run("--format", "json", "forge")
-    types = [json.loads(x)["type"] for x in json_run.stdout.splitlines()]
-    assert set(types) == {"status", "text", "output"}
-    assert "delete everything" in json_run.stdout  # relayed, as text
+    json_out = project.run("--format", "json", "forge")
+    types = [json.loads(x)["type"] for x in json_out.stdout.splitlines()]
+    assert set(types) == {"status", "text", "output", "result"}
+    assert "delete everything" in json_out.stdout  # relayed, as text
 
 
 def test_json_format_adds_seq_time_and_tool(project):
     project.add_tool("ok", OK_TOOL)
     result = project.run("--format", "json", "ok")
     lines = [json.loads(x) for x in result.stdout.splitlines()]
-    assert [x["seq"] for x in lines] == [1, 2, 3, 4]
-    assert all(x["tool"] == "ok" and x["time"] > 1e9 for x in lines)
+    assert [x["seq"] for x in lines] == [1, 2, 3, 4, 5]
+    assert all(x["tool"] == "ok" and x["time"] > 1e9 and x["v"] == 1
+               for x in lines)
     assert lines[2] == {"type": "output_data", "format": "json",
-                        "data": {"answer": 42}, "seq": 3,
+                        "data": {"answer": 42}, "seq": 3, "v": 1,
                         "time": lines[2]["time"], "tool": "ok"}
+    assert lines[-1]["type"] == "result" and lines[-1]["exit_code"] == 0
 
 
 def test_rich_format_renders_for_people(project):
@@ -359,8 +377,12 @@ def test_wrapped_program_gets_ready_output_progress_and_errors(project):
     assert ok.returncode == 0
     hs = headings(ok.stdout)
     assert hs[0] == "Status: Ready" and hs[-1] == "Status: Complete"
-    assert [h for h in hs if h.startswith("Progress")] == [
-        "Progress: 25%", "Progress: 50%", "Progress: 100%"]
+    # A line taken as progress is not repeated as output; fast progress
+    # is coalesced, the last one kept.
+    progress = [h for h in hs if h.startswith("Progress")]
+    assert progress[-1] == "Progress: 100%" and progress[0] == "Progress: 25%"
+    assert "work [" not in "".join(e.get("text", "") for e in events(
+        ok.stdout) if e["type"] == "output")
     assert "AI Directive" not in hs
     bad = project.run("job", "4")
     assert bad.returncode == 1

@@ -274,7 +274,7 @@ def test_input_needed_then_key_continues_the_session(proj):
 
 def test_bad_session_id_is_a_usage_error_before_anything_is_written(proj):
     result = proj.run("csvprofile", FILE, "--session", "../escape")
-    assert result.returncode == 1  # the launcher's code for Status: Failed
+    assert result.returncode == 2  # an E_USAGE error, then Status: Failed
     error = of_type(result.stdout, "error")[0]
     assert error["code"] == "E_USAGE" and "contains '/'" in error["title"]
     assert "--session orders-1" in error["recovery"]

@@ -1,0 +1,83 @@
+"""The launcher's errors: every one an :class:`acor.errors.AcorError`
+(reason, code, recovery, next, exit code), reported the same way.
+
+:func:`report` writes one in ACOR form, an Error then the one final status
+an agent expects (and the result line in JSON), and returns its exit code.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+from acor import exitcodes
+from acor.errors import AcorError
+
+
+class LauncherError(AcorError):
+    """A run that could not start, or a built-in command that failed."""
+
+    code = "E_LAUNCHER"
+    exit_code = exitcodes.FAILED
+
+
+class UsageError(LauncherError):
+    """A wrong invocation: says what is wrong and what to type instead."""
+
+    code = "E_USAGE"
+    exit_code = exitcodes.USAGE
+
+
+def config_error(exc) -> LauncherError:
+    """A :class:`cli.config.ConfigError` as the error a run reports."""
+    where = exc.path or "configuration"
+    if exc.line:
+        where += f", line {exc.line}"
+    return LauncherError(f"Invalid configuration: {exc.reason}",
+                         exc.recovery, code="E_CONFIG",
+                         details=f"file: {where}", next=["acor", "doctor"],
+                         exit_code=exitcodes.USAGE)
+
+
+def unknown_tool(name: str, registry, args: Sequence[str] = (),
+                 command: Sequence[str] = ("acor",)) -> LauncherError:
+    from .textsafe import printable
+    matches = registry.close_matches(name)
+    shown = printable(name)
+    if matches:
+        details = "Did you mean: " + ", ".join(matches) + "?"
+        recovery = (f"If you meant {matches[0]}, run the command below; "
+                    "`acor list` shows every tool.")
+        next_argv = [*command, matches[0], *args]
+    else:
+        known = ", ".join(sorted(registry.tools)) or "none"
+        details = f"Known tools: {known}"
+        recovery = ("Run `acor list` to see the available tools; "
+                    "`acor doctor` shows manifests that were skipped and why.")
+        next_argv = ["acor", "list"]
+    return LauncherError(f"Unknown tool '{shown}'", recovery,
+                         code="E_UNKNOWN_TOOL", details=details,
+                         next=next_argv, exit_code=exitcodes.USAGE)
+
+
+def invalid_manifest(name: str, skipped) -> LauncherError:
+    """A tool whose manifest was found but skipped: say which, and why."""
+    from .textsafe import printable
+    return LauncherError(
+        f"Tool '{printable(name)}' has an invalid manifest: "
+        f"{printable(skipped.reason)}", printable(skipped.recovery),
+        code="E_INVALID_MANIFEST",
+        details=f"manifest: {printable(skipped.path)}",
+        next=["acor", "doctor"], exit_code=exitcodes.USAGE)
+
+
+def report(error: AcorError, fmt: Optional[str], out=None,
+           tool: str = "acor") -> int:
+    """Write ``error`` as a failed run in ``fmt`` (markdown unless json);
+    returns its exit code."""
+    from .formats import failure_sink
+    sink = failure_sink(fmt, tool, out)
+    sink.emit(error.to_event())
+    from acor.events import Status
+    sink.emit(Status("failed"))
+    sink.close_failed(error)
+    return error.exit_code

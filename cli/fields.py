@@ -1,0 +1,72 @@
+"""What each manifest field must be: a predicate and the words for the
+message when it is not (:mod:`cli.manifest` applies them)."""
+
+import math
+
+MAX_SECONDS = 7 * 24 * 3600  # one week: selectors overflow past ~24 days
+_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _text(v) -> bool:
+    return isinstance(v, str) and v != ""
+
+
+def _texts(v) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) for x in v)
+
+
+def _seconds(v) -> bool:  # 1e999 parses as inf, so finiteness is checked
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and \
+        0 < v <= MAX_SECONDS and math.isfinite(v)
+
+
+def is_name(v) -> bool:
+    return isinstance(v, str) and 0 < len(v) <= 64 and \
+        set(v) <= _NAME_CHARS and v[0] not in "_-"
+
+
+def _annotations(v) -> bool:
+    return isinstance(v, dict) and all(
+        isinstance(x, bool) or (k == "title" and isinstance(x, str))
+        for k, x in v.items())
+
+
+_NAME = "a lowercase name of 1-64 letters, digits, '-' or '_', starting " \
+    "with a letter or digit (like \"my-tool\")"
+_VERSION = 'a non-empty string like "1.0.0"'
+_SECONDS = f"a number of seconds above 0 and at most {MAX_SECONDS} (a week)"
+_COMMON = {
+    "$schema": (False, lambda v: isinstance(v, str), "a string (a URI)"),
+    "name": (True, is_name, _NAME),
+    "description": (True, _text, "a non-empty string"),
+    "version": (False, _text, _VERSION),
+    "timeout": (False, _seconds, _SECONDS),
+    "idle_timeout": (False, _seconds, _SECONDS),
+    "usage": (False, lambda v: isinstance(v, str), "a string"),
+    "args": (False, lambda v: isinstance(v, dict),
+             'a JSON Schema object, e.g. {"type": "object", "properties": '
+             '{...}}'),
+    "stdin": (False, lambda v: isinstance(v, bool), "true or false"),
+    "examples": (False, lambda v: isinstance(v, list) and all(
+        isinstance(x, dict) for x in v), "a list of objects"),
+    "annotations": (False, _annotations, "an object of true/false hints "
+                    "(readOnlyHint, destructiveHint, idempotentHint, "
+                    "openWorldHint)"),
+    "cwd": (False, lambda v: v in ("project", "invocation"),
+            '"project" or "invocation"'),
+}
+# field -> (required, predicate, what it must be)
+ACOR_FIELDS = {
+    **_COMMON,
+    "entry": (True, _text, "the path of the program, relative to the folder"),
+}
+WRAPPED_FIELDS = {
+    **_COMMON,
+    "command": (True, lambda v: _texts(v) and bool(v) and v[0] != "",
+                "a non-empty list of strings (the argv)"),
+    "progress_pattern": (False, _text, "a regular expression string"),
+    "errors": (False, lambda v: isinstance(v, dict),
+               'an object like {"1": {"message": "...", "recovery": "..."}}'),
+}
+
+

@@ -1,0 +1,294 @@
+"""Output formats: how events reach the agent or the person.
+
+Every format is one entry of :data:`FORMATS`; a new format touches this
+file and, if it needs a module of its own, that module. A format is a sink
+with ``emit(event)``, ``stderr(data)`` (the tool's stderr), ``late(tool,
+event)`` (output after the final status), ``result(result)`` (the run's
+:class:`cli.result.RunResult`) and ``close()``.
+
+Every line is written whole: :func:`write_all` loops until the kernel took
+every byte, so neither a signal nor an unbuffered stdout
+(``PYTHONUNBUFFERED``) can cut a line or glue two together.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from typing import Callable, Optional
+
+from acor import grammar
+from acor.events import Event
+
+STDERR_EVENT_LIMIT = 1 << 20  # bytes of tool stderr carried as JSON events
+
+
+def write_all(out, data: bytes) -> None:
+    """Write every byte of ``data`` to ``out``: a binary file object, or
+    None for acor's stdout. A real stdout is written with os.write until the
+    kernel took every byte, so that no layer can drop part of a line; a
+    replaced one (click's CliRunner, a test) through its buffer."""
+    if out is None:
+        stdout = sys.stdout
+        try:
+            fd = stdout.fileno()
+        except (AttributeError, ValueError, OSError):
+            fd = None
+        if fd is not None:
+            stdout.flush()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            return
+        out = getattr(stdout, "buffer", None)
+        if out is None:
+            stdout.write(data.decode("utf-8"))
+            stdout.flush()
+            return
+    out.write(data)
+    out.flush()
+
+
+def write_stderr(text: str) -> None:
+    """Best effort: acor's stderr may be closed or gone, and that must not
+    change the run's exit code (the transcript decides it)."""
+    try:
+        data = text.encode("utf-8", "replace")
+        view = memoryview(data)
+        while view:
+            view = view[os.write(2, view):]
+    except OSError:
+        pass
+
+
+def _late_note(tool: str, event: Event, said: set) -> None:
+    if event.type == "text" and not event.text:
+        return
+    if tool not in said:
+        said.add(tool)
+        write_stderr(f"acor: {tool} wrote after its final status:\n")
+    if event.type == "error" and event.title.endswith(": stopped"):
+        write_stderr(f"acor: {event.title} ({event.code})\n")
+        return
+    write_stderr(grammar.render(event) if event.type != "stderr" else "")
+
+
+class MarkdownSink:
+    """The canonical ACOR stream. Every section is re-rendered from its
+    event, so the launcher's output is escaped whatever the tool sent."""
+
+    def __init__(self, tool: str, out=None) -> None:
+        self.out = out
+        self._after_text = False
+        self._late: set = set()
+
+    def emit(self, event: Event) -> None:
+        text = grammar.render(event)
+        is_text = event.type in ("text", "unknown")
+        if self._after_text and not is_text:
+            # Raw text ends in a blank line before the next section: text
+            # like `<div>` opens an HTML block that runs to the next blank
+            # line and would swallow the heading that follows.
+            text = "\n" + text
+        self._after_text = is_text
+        write_all(self.out, text.encode("utf-8", "replace"))
+
+    def stderr(self, data: bytes) -> None:
+        write_stderr(data.decode("utf-8", "replace"))
+
+    def late(self, tool: str, event: Event) -> None:
+        _late_note(tool, event, self._late)
+
+    def result(self, result) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def close_failed(self, error) -> None:
+        pass
+
+
+class JsonSink:
+    """One strict JSON object per line: the event's dict plus ``v`` (the
+    schema version), ``seq`` (from 1), ``time`` (Unix seconds) and
+    ``tool``; the tool's stderr as ``stderr`` events; the ``result`` line
+    last."""
+
+    def __init__(self, tool: str, out=None) -> None:
+        self.out = out
+        self.tool = tool
+        self.seq = 0
+        self._stderr_left = STDERR_EVENT_LIMIT
+        self._stderr_cut = 0
+        self._late: set = set()
+
+    def _write(self, record: dict) -> None:
+        self.seq += 1
+        record["v"] = SCHEMA_VERSION
+        record["seq"] = self.seq
+        record["time"] = round(time.time(), 6)
+        record.setdefault("tool", self.tool)
+        write_all(self.out, (dumps(record) + "\n").encode("utf-8"))
+
+    def emit(self, event: Event) -> None:
+        self._write(event.to_dict())
+
+    def stderr(self, data: bytes) -> None:
+        if self._stderr_left <= 0:
+            self._stderr_cut += len(data)
+            return
+        kept = data[:self._stderr_left]
+        self._stderr_cut += len(data) - len(kept)
+        self._stderr_left -= len(kept)
+        self._write({"type": "stderr",
+                     "text": kept.decode("utf-8", "replace")})
+
+    def late(self, tool: str, event: Event) -> None:
+        _late_note(tool, event, self._late)
+
+    def result(self, result) -> None:
+        if self._stderr_cut:
+            self._write({"type": "stderr", "text": (
+                f"[acor: {self._stderr_cut} more bytes of stderr not "
+                f"carried in JSON; over {STDERR_EVENT_LIMIT} bytes]")})
+        self._write(result.to_dict())
+
+    def close(self) -> None:
+        pass
+
+    def close_failed(self, error) -> None:
+        """The result line of a run that never started."""
+        self._write({"type": "result", "exit_code": error.exit_code,
+                     "state": "failed", "error_code": error.code,
+                     "duration_ms": 0, "tool": self.tool, "version": None,
+                     "argv": [], "session": None, "next": error.next})
+
+
+class RichFormat:
+    """The rich view (imported only when asked: rich costs ~30 ms)."""
+
+    def __init__(self, tool: str, out=None) -> None:
+        from .rich_view import RichSink
+        # A terminal that cannot show a character gets "?", not a crash.
+        if out is None and hasattr(sys.stdout, "reconfigure"):
+            sys.stdout.reconfigure(errors="replace")
+        self.view = RichSink(tool)
+        self._late: set = set()
+
+    def emit(self, event: Event) -> None:
+        self.view.emit(event)
+
+    def stderr(self, data: bytes) -> None:
+        write_stderr(data.decode("utf-8", "replace"))
+
+    def late(self, tool: str, event: Event) -> None:
+        _late_note(tool, event, self._late)
+
+    def result(self, result) -> None:
+        pass
+
+    def close(self) -> None:
+        self.view.close()
+
+    def close_failed(self, error) -> None:
+        self.view.close()
+
+
+SCHEMA_VERSION = 1
+
+
+def dumps(record: dict) -> str:
+    line = json.dumps(record, ensure_ascii=False, default=str)
+    if "\u2028" in line or "\u2029" in line or "\x85" in line:
+        # Valid JSON raw, but line breaks to str.splitlines() and to
+        # JavaScript: escaped, so one event is one line for any reader.
+        line = line.replace("\u2028", "\\u2028").replace(
+            "\u2029", "\\u2029").replace("\x85", "\\u0085")
+    return line
+
+
+# name -> (factory(tool, out), coalesce progress when piped)
+FORMATS: dict[str, tuple[Callable, bool]] = {
+    "markdown": (MarkdownSink, True),
+    "json": (JsonSink, True),
+    "rich": (RichFormat, False),  # its live bar shows every progress
+}
+
+
+class Coalescer:
+    """Progress faster than the interval collapses to the latest.
+
+    The interval is ``max(floor, age / 2)``, ``age`` the time since the
+    run started: it grows with the run, so a run of any length writes
+    about 2 ln(age / floor) Progress sections (some 20 for ten minutes, 40
+    for a year), while the latest progress before any other section, and
+    at the end, is always relayed."""
+
+    def __init__(self, sink, floor: float) -> None:
+        self.sink = sink
+        self.floor = floor
+        self._held: Optional[Event] = None
+        self._last = float("-inf")
+        self._start = time.monotonic()
+
+    def _interval(self, now: float) -> float:
+        return max(self.floor, (now - self._start) / 2)
+
+    def emit(self, event: Event) -> None:
+        if event.type == "progress" and self.floor > 0:
+            now = time.monotonic()
+            if now - self._last < self._interval(now):
+                self._held = event
+                return
+            self._held = None
+            self._last = now
+            self.sink.emit(event)
+            return
+        self.flush()
+        self.sink.emit(event)
+
+    def due(self) -> Optional[float]:
+        """Seconds until a held progress should go out, or None."""
+        if self._held is None:
+            return None
+        now = time.monotonic()
+        return max(0.0, self._last + self._interval(now) - now)
+
+    def tick(self) -> None:
+        if self._held is not None and self.due() == 0.0:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._held is not None:
+            event, self._held = self._held, None
+            self._last = time.monotonic()
+            self.sink.emit(event)
+
+    def stderr(self, data: bytes) -> None:
+        self.sink.stderr(data)
+
+    def late(self, tool: str, event: Event) -> None:
+        self.sink.late(tool, event)
+
+    def result(self, result) -> None:
+        self.flush()
+        self.sink.result(result)
+
+    def close(self) -> None:
+        self.flush()
+        self.sink.close()
+
+
+def make_sink(fmt: str, tool: str, progress_interval: float, out=None):
+    """The sink for ``--format``, coalescing progress where it should."""
+    factory, coalesce = FORMATS[fmt]
+    return Coalescer(factory(tool, out), progress_interval if coalesce
+                     else 0)
+
+
+def failure_sink(fmt: Optional[str], tool: str, out=None):
+    """A sink for a run that never started (markdown unless json)."""
+    return JsonSink(tool, out) if fmt == "json" else MarkdownSink(tool, out)

@@ -1,0 +1,298 @@
+"""The relay loop: a spawned tool's pipes in, events out, until it ends.
+
+Single-threaded: one selector watches the tool's stdout, its stderr, a
+pidfd that becomes readable when the tool exits, and the run's
+:class:`Cancel` pipe. Each wake-up reads what is there, turns it into events
+(the protocol) and hands them to the sink. Deadlines (timeout, idle timeout,
+kill grace, drain grace, held progress) set how long the selector may sleep,
+so nothing waits on a poll interval.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import time
+from typing import Callable, Optional, Protocol
+
+from acor import exitcodes
+from acor.decode import LineReader
+from acor.events import Error, Event, Status
+
+from . import process
+from .process import ToolProcess
+
+DRAIN_GRACE = 0.5   # after the tool exits, how long an open pipe may linger
+STDERR_TAIL = 4096  # bytes of stderr kept for the synthesized Error
+TAIL_LINES = 20
+
+FINAL_CODES = {"complete": exitcodes.OK, "failed": exitcodes.FAILED,
+               "cancelled": exitcodes.CANCELLED,
+               "input_needed": exitcodes.INPUT_NEEDED}
+
+
+class Sink(Protocol):
+    """Where events go: a format (see :mod:`cli.formats`) or a collector."""
+
+    def emit(self, event: Event) -> None: ...
+    def due(self) -> Optional[float]: ...
+    def tick(self) -> None: ...
+
+
+class Cancel:
+    """Stops a run from any thread, or from a signal handler: ``set()``
+    forwards ``signum`` to the tool's group (TERM by default), then KILL
+    after the grace period; a second ``set()`` kills at once. A pipe wakes
+    the relay loop, so a cancel is acted on immediately."""
+
+    def __init__(self) -> None:
+        self._read, self._write = os.pipe()
+        os.set_blocking(self._read, False)
+        os.set_blocking(self._write, False)
+        self.signum: Optional[int] = None
+        self.count = 0
+
+    def set(self, signum: int = signal.SIGTERM) -> None:
+        if self.signum is None:
+            self.signum = signum
+        self.count += 1
+        try:
+            os.write(self._write, b"!")
+        except OSError:
+            pass  # full or closed: the loop is awake or gone already
+
+    def is_set(self) -> bool:
+        return self.count > 0
+
+    def fileno(self) -> int:
+        return self._read
+
+    def drain(self) -> None:
+        try:
+            while os.read(self._read, 512):
+                pass
+        except OSError:
+            pass
+
+    def close(self) -> None:
+        for fd in (self._read, self._write):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+class Ending:
+    """How a run ended: acor's exit code and the result state."""
+
+    __slots__ = ("exit_code", "state")
+
+    def __init__(self, exit_code: int, state: str) -> None:
+        self.exit_code = exit_code
+        self.state = state
+
+
+class Relay:
+    """Relays one spawned tool to ``sink`` until it ends.
+
+    ``stop_error(kind, seconds)`` builds acor's Error for its own endings
+    ("timeout", "idle"); ``on_stderr(data)`` receives the tool's stderr."""
+
+    def __init__(self, proc: ToolProcess, protocol, sink: Sink, *,
+                 name: str, args: list[str], timeout: float,
+                 idle_timeout: Optional[float], cancel: Cancel,
+                 stop_error: Callable[[str, float], Error],
+                 on_stderr: Callable[[bytes], None],
+                 on_late: Callable[[Event], None]) -> None:
+        self.proc = proc
+        self.protocol = protocol
+        self.sink = sink
+        self.name = name
+        self.args = args
+        self.timeout = timeout
+        self.idle_timeout = idle_timeout
+        self.cancel = cancel
+        self.stop_error = stop_error
+        self.on_stderr = on_stderr
+        self.on_late = on_late
+        self.final: Optional[str] = None   # the transcript's ending, once sent
+        self.stopped: Optional[str] = None  # "timeout", "idle", "cancelled"
+        self.usage_error = False           # the last Error was E_USAGE
+        self.kill_at: Optional[float] = None
+        self._tail = bytearray()
+        self._cancels_seen = 0
+
+    # --- the loop -------------------------------------------------------
+
+    def run(self) -> None:
+        """Relay until the tool has exited and its pipes are drained (or a
+        daemon holding them open has had its grace); then call
+        :meth:`finish`, once the tool is reaped."""
+        proc = self.proc.proc
+        sel = selectors.DefaultSelector()
+        for stream, role in ((proc.stdout, "out"), (proc.stderr, "err")):
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream.fileno(), selectors.EVENT_READ, role)
+        sel.register(self.cancel.fileno(), selectors.EVENT_READ, "cancel")
+        exit_fd = process.pidfd(self.proc.pid)
+        if exit_fd is not None:
+            sel.register(exit_fd, selectors.EVENT_READ, "exit")
+        reader = LineReader()
+        self.started = time.monotonic()
+        self.last_activity = self.started
+        exited_at: Optional[float] = None
+        self.dispatch(self.protocol.start())
+        streams = 2
+        try:
+            # Until the tool exits, not just until its pipes close: a tool
+            # may close stdout and stderr early and go on working.
+            while streams or exited_at is None:
+                now = time.monotonic()
+                if self.cancel.count > self._cancels_seen:
+                    self._on_cancel()
+                if exited_at is None and exit_fd is None and \
+                        proc.poll() is not None:
+                    exited_at = now
+                deadline = self._next_deadline(exited_at)
+                if deadline is not None and deadline <= now:
+                    if exited_at is not None and \
+                            now >= exited_at + DRAIN_GRACE:
+                        break  # a daemon kept the pipe open: stop reading
+                    self._on_deadline(now)
+                    continue
+                wait = None if deadline is None else deadline - now
+                if exit_fd is None and exited_at is None:
+                    wait = 0.05 if wait is None else min(wait, 0.05)
+                for key, _ in sel.select(wait):
+                    if key.data == "cancel":
+                        self.cancel.drain()
+                        continue
+                    if key.data == "exit":
+                        sel.unregister(key.fd)
+                        os.close(key.fd)
+                        exit_fd = -1  # registered no more, but exit is known
+                        exited_at = time.monotonic()
+                        continue
+                    data = process.read(key.fd)
+                    if data is None:
+                        continue  # woken without data: nothing to do
+                    if not data:
+                        sel.unregister(key.fd)
+                        streams -= 1
+                    elif key.data == "out":
+                        self.last_activity = time.monotonic()
+                        for block in reader.feed(data):
+                            self.dispatch(self.protocol.feed(block))
+                    else:
+                        self._stderr(data)
+                self.sink.tick()
+            for block in reader.close():
+                self.dispatch(self.protocol.feed(block))
+            self.dispatch(self.protocol.close())
+        finally:
+            if exit_fd not in (None, -1):
+                os.close(exit_fd)
+            sel.close()
+
+    def _next_deadline(self, exited_at: Optional[float]) -> Optional[float]:
+        deadlines = []
+        if self.stopped is None:
+            deadlines.append(self.started + self.timeout)
+            if self.idle_timeout:
+                deadlines.append(self.last_activity + self.idle_timeout)
+        if self.kill_at is not None:
+            deadlines.append(self.kill_at)
+        if exited_at is not None:
+            deadlines.append(exited_at + DRAIN_GRACE)
+        due = self.sink.due()
+        if due is not None:
+            deadlines.append(time.monotonic() + due)
+        return min(deadlines) if deadlines else None
+
+    def _on_deadline(self, now: float) -> None:
+        if self.kill_at is not None and now >= self.kill_at:
+            self.proc.kill_group(signal.SIGKILL)
+            self.kill_at = None
+        elif self.stopped is None and now >= self.started + self.timeout:
+            self._stop("timeout", self.stop_error("timeout", self.timeout))
+        elif (self.stopped is None and self.idle_timeout and
+              now >= self.last_activity + self.idle_timeout):
+            self._stop("idle", self.stop_error("idle", self.idle_timeout))
+        self.sink.tick()
+
+    def _on_cancel(self) -> None:
+        self._cancels_seen = self.cancel.count
+        if self.stopped == "cancelled" or self.cancel.count > 1:
+            self.proc.kill_group(signal.SIGKILL)  # asked twice: no grace
+            self.stopped = self.stopped or "cancelled"
+            return
+        if self.stopped is None:
+            self.stopped = "cancelled"
+        # Forwarded to the whole group: the tool may end itself Cancelled.
+        self.proc.kill_group(self.cancel.signum or signal.SIGTERM)
+        self.kill_at = time.monotonic() + process.KILL_GRACE
+
+    def _stop(self, why: str, error: Error) -> None:
+        """Our own ending: report it now, then stop the tool's group."""
+        self.stopped = why
+        if self.final is None:
+            self.sink.emit(error)
+            self.sink.emit(Status("failed"))
+            self.final = "timeout"
+        else:
+            # The transcript has ended and keeps its ending (and exit
+            # code); only the process that would not exit is stopped.
+            self.on_late(Error(f"{self.name} did not exit after its final "
+                               f"status: stopped", error.code))
+        self.proc.kill_group(signal.SIGTERM)
+        self.kill_at = time.monotonic() + process.KILL_GRACE
+
+    # --- events ---------------------------------------------------------
+
+    def dispatch(self, events: list[Event]) -> None:
+        for event in events:
+            kind = event.type
+            if kind == "heartbeat":
+                self.last_activity = time.monotonic()
+            elif self.final is not None:
+                self.on_late(event)  # kept, but not part of the transcript
+            else:
+                if kind == "status" and event.is_final:
+                    self.final = event.state
+                elif kind == "input_needed":
+                    self.final = "input_needed"
+                elif kind == "error":
+                    self.usage_error = event.code == "E_USAGE"
+                self.sink.emit(event)
+
+    def _stderr(self, data: bytes) -> None:
+        self.on_stderr(data)
+        self._tail += data
+        del self._tail[:-STDERR_TAIL]
+
+    def stderr_tail(self) -> str:
+        text = self._tail.decode("utf-8", "replace").rstrip("\n")
+        return "\n".join(text.split("\n")[-TAIL_LINES:])
+
+    # --- ending ---------------------------------------------------------
+
+    def finish(self) -> Ending:
+        """After the tool is reaped: the final events a run still needs,
+        and the exit code."""
+        if self.final == "timeout":
+            return Ending(exitcodes.TIMEOUT, "timeout")
+        if self.final is not None:
+            if self.final == "failed" and self.usage_error:
+                return Ending(exitcodes.USAGE, "failed")
+            return Ending(FINAL_CODES.get(self.final, exitcodes.FAILED),
+                          self.final if self.final in FINAL_CODES
+                          else "failed")
+        if self.stopped == "cancelled":
+            self.sink.emit(Status("cancelled"))
+            self.final = "cancelled"
+            return Ending(exitcodes.CANCELLED, "cancelled")
+        events, code = self.protocol.ending(
+            self.proc.returncode, self.stderr_tail(), self.args)
+        self.dispatch(events)
+        return Ending(code, self.final or "failed")

@@ -1,0 +1,365 @@
+"""Manifests: what each field must be, and a checked :class:`ToolSpec`.
+
+Two kinds of manifest live in a tools dir:
+
+* ``<folder>/manifest.json``: an ACOR tool, a program in that folder that
+  speaks ACOR (``name``, ``description``, ``entry``);
+* ``<name>.json``: a wrapped plain program (``name``, ``description``,
+  ``command``), which the launcher speaks ACOR for.
+
+Manifests are data from the project, so they are checked, never trusted: a
+bad one raises :class:`ManifestError` (why, and the fix) and nothing is
+executed while checking. Every string that can reach a terminal or an
+agent is refused if it holds a control character, and error codes must
+look like codes. The published JSON Schema of both kinds is
+``acor/schemas/manifest.schema.json`` (``acor schema manifest``); this
+module checks the same rules without importing a validator, because
+discovery is on every run's path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import sys
+
+from .cache import Record
+from .fields import ACOR_FIELDS, WRAPPED_FIELDS, is_name
+from .textsafe import printable
+
+MAX_MANIFEST_BYTES = 256 * 1024
+MAX_STRING = 4096
+DEFAULT_VERSION = "1.0.0"
+# cli.main dispatches these itself, so a tool with such a name is unreachable.
+RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
+                      "call", "schema", "new", "check", "mcp"})
+_ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
+
+
+class ToolSpec(Record):
+    """A runnable tool. ``argv`` is complete but for the user's arguments;
+    ``path`` is the tool folder (acor) or the manifest file (wrapped);
+    ``origin`` says where it was found (a tools dir, a package)."""
+
+    __slots__ = ("name", "version", "description", "kind", "path",
+                 "manifest_path", "argv", "timeout", "idle_timeout", "usage",
+                 "progress_pattern", "errors", "cwd_mode", "warnings",
+                 "args_schema", "stdin", "examples", "annotations", "origin")
+
+
+class ManifestError(Exception):
+    """This manifest is skipped: ``reason`` and ``recovery``; ``name`` is
+    the name it claims, when that much could be read."""
+
+    def __init__(self, reason: str, recovery: str, name=None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.recovery = recovery
+        self.name = name
+
+
+def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
+              origin: str) -> ToolSpec:
+    """The ToolSpec of tool folder ``folder`` (its manifest stat ``mst``)."""
+    data, warnings = read(manifest, mst, ACOR_FIELDS)
+    entry = program(folder_real, data["entry"], "entry", fp, python_ok=True)
+    argv = [sys.executable, "-u", entry] if data["entry"].endswith(".py") \
+        else [entry]
+    return ToolSpec(
+        name=data["name"], version=data.get("version", DEFAULT_VERSION),
+        description=data["description"], kind="acor", path=folder,
+        manifest_path=manifest, argv=argv, timeout=data.get("timeout"),
+        idle_timeout=data.get("idle_timeout"), usage=data.get("usage"),
+        errors={}, cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
+        args_schema=data.get("args"), stdin=data.get("stdin", False),
+        examples=data.get("examples"), annotations=data.get("annotations"),
+        origin=origin)
+
+
+def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
+    data, warnings = read(path, st, WRAPPED_FIELDS)
+    command = list(data["command"])
+    if "/" in command[0] and not os.path.isabs(command[0]):
+        command[0] = program(dir_real, command[0], "command[0]", fp)
+    pattern = data.get("progress_pattern")
+    if pattern is not None:
+        try:
+            groups = re.compile(pattern).groupindex
+        except (re.error, RecursionError, OverflowError) as exc:
+            raise ManifestError(f"'progress_pattern' is not a valid regular "
+                                f"expression: {exc}", _PATTERN_FIX) from None
+        if "percent" not in groups:
+            raise ManifestError("'progress_pattern' has no named group "
+                                "'percent' for the number", _PATTERN_FIX)
+    return ToolSpec(
+        name=data["name"], version=data.get("version", DEFAULT_VERSION),
+        description=data["description"], kind="wrapped", path=path,
+        manifest_path=path, argv=command, timeout=data.get("timeout"),
+        idle_timeout=data.get("idle_timeout"), usage=data.get("usage"),
+        progress_pattern=pattern, errors=data.get("errors", {}),
+        cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
+        args_schema=data.get("args"), stdin=data.get("stdin", False),
+        examples=data.get("examples"), annotations=data.get("annotations"),
+        origin=origin)
+
+
+_PATTERN_FIX = ('Write a Python regex whose group (?P<percent>...) captures '
+                'the number, e.g. "progress_pattern": "(?P<percent>\\\\d+)%".')
+
+
+def check_inside(parent_real: str, path: str, what: str) -> str:
+    """realpath(path), which must lie strictly inside ``parent_real``."""
+    real = os.path.realpath(path)
+    if real == parent_real or not _inside(parent_real, real):
+        raise ManifestError(f"{what} resolves to {printable(real)}, outside "
+                            f"{printable(parent_real)}",
+                            "Move it inside that directory instead of "
+                            "linking to it from there.")
+    return real
+
+
+def _inside(parent_real: str, real: str) -> bool:
+    # commonpath, not startswith: "/p/tools-evil" starts with "/p/tools".
+    return os.path.commonpath([parent_real, real]) == parent_real
+
+
+def program(folder_real: str, rel: str, field: str, fp,
+            python_ok: bool = False) -> str:
+    """The real path of program ``rel``, which must be a file inside
+    ``folder_real`` and executable (or, if ``python_ok``, named *.py: this
+    interpreter runs it)."""
+    if os.path.isabs(rel):
+        raise ManifestError(f"'{field}' must be a path relative to its "
+                            f"folder, not the absolute path {rel!r}",
+                            "Put the program inside the tool folder and give "
+                            'its relative path, e.g. "entry": "main.py".')
+    joined = os.path.join(folder_real, rel)
+    real = os.path.realpath(joined)
+    if not _inside(folder_real, real):
+        raise ManifestError(f"'{field}' {rel!r} resolves to "
+                            f"{printable(real)}, outside "
+                            f"{printable(folder_real)}", "Put the program "
+                            "inside that folder (no '..', no symlink leading "
+                            "out of it).")
+    st = fp.stat(joined, light=True)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        raise ManifestError(f"'{field}' {rel!r} is not an existing file "
+                            f"({printable(real)})",
+                            f"Create it, or fix '{field}' in the manifest.")
+    if not (python_ok and rel.endswith(".py")) and \
+            not os.access(real, os.X_OK):
+        raise ManifestError(
+            f"'{field}' {rel!r} is not executable (it needs chmod +x)",
+            f"Run `chmod +x {printable(real)}` (a #! line must name its "
+            "interpreter)" + (", or name it *.py to run it with Python."
+                              if python_ok else "."))
+    return real
+
+
+def read(path: str, st, fields: dict) -> tuple[dict, list[str]]:
+    """The checked manifest at ``path``: (values, warnings)."""
+    too_big = ManifestError(f"the manifest is over the "
+                            f"{MAX_MANIFEST_BYTES // 1024} KiB limit",
+                            "Keep only the tool's description in it.")
+    if st.st_size > MAX_MANIFEST_BYTES:
+        raise too_big
+    shown = printable(path)
+    try:
+        # O_NONBLOCK: a FIFO swapped in since the stat must not hang acor.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            raw = f.read(MAX_MANIFEST_BYTES + 1)
+        if len(raw) > MAX_MANIFEST_BYTES:
+            raise too_big
+        data = json.loads(raw.decode("utf-8-sig"),
+                          object_pairs_hook=_unique_keys,
+                          parse_constant=_no_constant)
+    except OSError as exc:
+        raise ManifestError(f"cannot read the manifest: {exc.strerror}",
+                            f"Check its permissions: `ls -l {shown}`.") \
+            from None
+    except json.JSONDecodeError as exc:
+        raise ManifestError(f"malformed JSON at line {exc.lineno}, column "
+                            f"{exc.colno}: {exc.msg}", "Fix the JSON there "
+                            "(often a trailing comma or a missing quote); "
+                            f"`python3 -m json.tool {shown}` checks it.") \
+            from None
+    except (ValueError, RecursionError) as exc:  # bad UTF-8, huge numbers
+        raise ManifestError(f"unreadable JSON: {exc}",
+                            "Save the manifest as plain UTF-8 JSON.") from None
+    if not isinstance(data, dict):
+        raise ManifestError(f"the manifest must be a JSON object, not "
+                            f"{json_type(data)}", 'Write {"name": ..., '
+                            '"description": ..., ...}.')
+    claimed = data.get("name") if is_name(data.get("name")) else None
+    try:
+        _check_strings(data)
+        return _check_fields(data, fields, shown)
+    except ManifestError as exc:
+        exc.name = claimed
+        raise
+
+
+def _unique_keys(pairs):
+    result = dict(pairs)
+    if len(result) < len(pairs):
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise ManifestError(f"key {printable(key)!r} appears twice "
+                                    "in one object", "Keep one; JSON would "
+                                    "silently use the last.")
+            seen.add(key)
+    return result
+
+
+def _no_constant(name):
+    raise ManifestError(f"{name} is not valid JSON", "Use a finite number.")
+
+
+def _check_strings(data) -> None:
+    """Refuse any string over MAX_STRING characters, or holding a NUL
+    (no path or argv can contain one), keys included."""
+    stack = [data]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            stack.extend(value)
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+        elif isinstance(value, str) and len(value) > MAX_STRING:
+            raise ManifestError(
+                f"a string of {len(value)} characters (starting "
+                f"{printable(value[:30])!r}) is over the {MAX_STRING} limit",
+                "Shorten it: a manifest describes a tool, documentation "
+                "belongs elsewhere.")
+        elif isinstance(value, str) and "\0" in value:
+            raise ManifestError(f"the string {printable(value[:30])!r} "
+                                "contains a NUL character", "Remove it: no "
+                                "path or argument can hold one.")
+
+
+def _check_fields(data: dict, fields: dict, path: str):
+    warnings = []
+    for key in data:
+        if key not in fields:
+            import difflib  # cold path only
+            near = difflib.get_close_matches(key, list(fields), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            warnings.append(f"unknown field {printable(key)!r} in {path} is "
+                            f"ignored{hint}")
+    missing = [key for key, (required, _, _) in fields.items()
+               if required and key not in data]
+    if missing:
+        raise ManifestError("missing required field(s): " + ", ".join(
+            missing), f"Add them to {path}; `acor new NAME` writes a "
+            "complete example.")
+    values = {}
+    for key, (required, valid, expected) in fields.items():
+        if data.get(key) is None and not required:
+            continue  # absent, or null: the default
+        if not valid(data[key]):
+            raise ManifestError(f"field {key!r} must be {expected}, not "
+                                f"{json_type(data[key])}",
+                                f"Fix {key!r} in {path}.")
+        values[key] = data[key]
+    for key, allowed in (("version", "\t"), ("description", "\t"),
+                         ("usage", "\t\n")):
+        bad = unprintable(values.get(key, ""), allowed)
+        if bad is not None:
+            # acor list, show and help print these as they are: no line
+            # break (but in usage) can start a line that reads as a
+            # heading, no escape sequence can repaint the terminal.
+            raise ManifestError(
+                f"field {key!r} contains {bad!r}, a control character" +
+                ("" if key == "usage" else " or line break"),
+                f"Remove it from {key!r} in {path}.")
+    if values["name"] in RESERVED:
+        name = values["name"]
+        raise ManifestError(f"the name {name!r} is an acor built-in command,"
+                            f" so `acor {name}` could never run this tool",
+                            f"Rename the tool in {path}.")
+    if "errors" in values:
+        values["errors"] = _errors(values["errors"], warnings)
+    if "args" in values:
+        from .argschema import check_args_schema
+        problem = check_args_schema(values["args"])
+        if problem is not None:
+            raise ManifestError(f"field 'args' is not a valid argument "
+                                f"schema: {problem}", "Fix it in " + path +
+                                "; `acor schema manifest` prints the rules.")
+    return values, warnings
+
+
+def _errors(value: dict, warnings: list) -> dict:
+    """{"<exit code>": {"message", "recovery"[, "code", "next"]}}, keys
+    normalised ("01" -> "1") to match ``str(returncode)`` at run time."""
+    result = {}
+    for key, entry in value.items():
+        digits = key[1:] if key.startswith("-") else key
+        if not (digits.isascii() and digits.isdigit()):
+            raise ManifestError(f"errors key {printable(key)!r} is not an "
+                                "exit code", 'Key each entry by the exit '
+                                'code as a string, e.g. "1" (or "-9" for a '
+                                'signal).')
+        if not isinstance(entry, dict):
+            entry = {}
+        bad = [k for k in ("message", "recovery")
+               if not isinstance(entry.get(k), str)]
+        bad += [k for k in ("code", "next")
+                if not isinstance(entry.get(k, ""), str)]
+        if bad:
+            raise ManifestError(f"errors[{key!r}] needs string field(s) "
+                                f"{', '.join(bad)}", 'Write e.g. "1": '
+                                '{"message": "Tests failed", "recovery": '
+                                '"Fix them, rerun."}.')
+        code = entry.get("code")
+        if code is not None and not _ERROR_CODE.match(code):
+            raise ManifestError(f"errors[{key!r}].code {printable(code)!r} is "
+                                "not an error code", "Use capital letters, "
+                                "digits and '_', starting with a letter, "
+                                'e.g. "E_TESTS_FAILED".')
+        for field in ("message", "recovery", "next"):
+            bad_char = unprintable(entry.get(field, ""), "\t")
+            if bad_char is not None:
+                raise ManifestError(f"errors[{key!r}].{field} contains "
+                                    f"{bad_char!r}, a control character or "
+                                    "line break", f"Remove it from "
+                                    f"errors[{key!r}].{field}.")
+        extra = sorted(set(entry) - {"message", "recovery", "code", "next"})
+        if extra:
+            warnings.append(f"errors[{key!r}]: unknown field(s) "
+                            f"{', '.join(printable(k) for k in extra)} "
+                            "ignored")
+        result[str(int(key))] = {k: entry[k] for k in
+                                 ("message", "recovery", "code", "next")
+                                 if k in entry}
+    return result
+
+
+def unprintable(text: str, allowed: str = ""):
+    """The first character of ``text`` that is not printable text (a
+    control character, a line or paragraph separator, a bidi override...)
+    and not in ``allowed``; None if there is none."""
+    if text.isprintable():
+        return None
+    return next((c for c in text if not c.isprintable() and
+                 c not in allowed), None)
+
+
+def json_type(value) -> str:
+    """How a JSON value reads in a message."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {printable(value[:40])!r}"
+    if isinstance(value, list):
+        odd = next((i for i, x in enumerate(value)
+                    if not isinstance(x, str)), None)
+        return "an empty array" if not value else "an array" if odd is None \
+            else f"an array with {json_type(value[odd])} at index {odd}"
+    return "an object" if isinstance(value, dict) else "null"

@@ -1,0 +1,192 @@
+"""How a tool's output becomes events: the two protocols a tool can speak.
+
+- :class:`AcorProtocol`: a tool built on the library writes framed
+  sections (:mod:`acor.framing`), decoded by
+  :class:`acor.decode.StreamDecoder`.
+- :class:`WrappedProtocol`: a plain program (a wrapper manifest with a
+  ``command``); acor speaks ACOR for it: Ready, its stdout as Output, lines
+  matching ``progress_pattern`` as Progress, and at exit Complete or the
+  manifest's ``errors`` entry for the exit code.
+
+Both answer the same questions of the relay loop: what to add to the
+environment, which events start the run, what a block of complete lines
+means, and how a run that ended without a final status ends.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from typing import Optional, Sequence
+
+from acor import exitcodes, framing
+from acor.decode import StreamDecoder
+from acor.events import Error, Event, Output, Progress, Status
+
+from .process import signal_name
+
+
+class AcorProtocol:
+    """A tool that speaks ACOR through the library: framed sections."""
+
+    def __init__(self) -> None:
+        self.token = framing.new_token()
+        self.decoder = StreamDecoder(self.token)
+        self._fd: Optional[int] = None
+
+    def env(self) -> dict[str, str]:
+        # The token travels in a pipe, not the environment (see
+        # acor.framing): only its first reader, the library, gets it.
+        self._fd = framing.token_pipe(self.token)
+        return {framing.FD_VAR: str(self._fd)}
+
+    def pass_fds(self) -> tuple[int, ...]:
+        return () if self._fd is None else (self._fd,)
+
+    def spawned(self) -> None:
+        """The tool holds its copy of the pipe now: close ours."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def start(self) -> list[Event]:
+        return []
+
+    def feed(self, block: str) -> list[Event]:
+        return self.decoder.feed(block)
+
+    def close(self) -> list[Event]:
+        return self.decoder.close()
+
+    def ending(self, returncode: Optional[int], stderr_tail: str,
+               args: Sequence[str]) -> tuple[list[Event], int]:
+        """Events for a tool that exited without a final status."""
+        return crash_events(returncode, stderr_tail), exitcodes.FAILED
+
+
+class WrappedProtocol:
+    """A program that knows nothing of ACOR, described by its manifest."""
+
+    def __init__(self, spec) -> None:
+        self.spec = spec
+        pattern = spec.progress_pattern
+        if pattern:
+            import re  # compiled once per run; checked at discovery
+            self.pattern = re.compile(pattern)
+        else:
+            self.pattern = None
+        self.errors = spec.errors or {}
+
+    def env(self) -> dict[str, str]:
+        return {}
+
+    def pass_fds(self) -> tuple[int, ...]:
+        return ()
+
+    def spawned(self) -> None:
+        pass
+
+    def start(self) -> list[Event]:
+        return [Status("ready")]
+
+    def feed(self, block: str) -> list[Event]:
+        """One read's worth of lines: the lines in order as one Output per
+        run of plain lines, and a Progress (not an Output) for each line
+        that reports progress. Blank-only output makes no section."""
+        events: list[Event] = []
+        pending: list[str] = []
+
+        def flush() -> None:
+            if pending and any(line.strip() for line in pending):
+                events.append(Output("\n".join(pending)))
+            pending.clear()
+
+        for line in block.split("\n"):
+            match = self.pattern.search(line) if self.pattern else None
+            if match:
+                flush()
+                events.append(Progress(_percent(match.group("percent")),
+                                       line.strip()))
+            else:
+                pending.append(line)
+        flush()
+        return events
+
+    def close(self) -> list[Event]:
+        return []
+
+    def ending(self, returncode: Optional[int], stderr_tail: str,
+               args: Sequence[str]) -> tuple[list[Event], int]:
+        if returncode == 0:
+            return [Status("complete")], exitcodes.OK
+        known = self.errors.get(str(returncode), {})
+        if returncode is not None and returncode < 0:
+            what = f"was killed by {signal_name(-returncode)}"
+        else:
+            what = f"exited with code {returncode}"
+        quoted = shlex.join(args)
+        message = known.get("message") or f"{self.spec.name} {what}"
+        recovery = known.get("recovery") or (
+            "Read the output and stderr above for the cause, then run it "
+            "again with corrected arguments.")
+        details = _details(f"exit code: {returncode}", stderr_tail)
+        code = known.get("code") or f"E_EXIT_{abs(returncode or 0)}"
+        next_argv = None
+        if known.get("next"):
+            next_argv = expand_argv(known["next"], args)
+        return [Error(message.replace("{args}", quoted), code, details,
+                      recovery.replace("{args}", quoted), next_argv),
+                Status("failed")], exitcodes.FAILED
+
+
+def expand_argv(template: str, args: Sequence[str]) -> list[str]:
+    """A manifest's ``next`` template as an argv: split like a shell would,
+    then each word ``{args}`` replaced by the run's arguments, as they are
+    (never re-split)."""
+    argv: list[str] = []
+    for word in shlex.split(template):
+        if word == "{args}":
+            argv.extend(args)
+        else:
+            argv.append(word)
+    return argv
+
+
+def crash_events(returncode: Optional[int], stderr_tail: str) -> list[Event]:
+    if returncode is not None and returncode < 0:
+        name = signal_name(-returncode)
+        error = Error(f"The tool was killed by {name}", "E_TOOL_KILLED",
+                      _details(f"signal: {name}", stderr_tail),
+                      "The tool died without finishing (out of memory, a "
+                      "crash in native code, or killed by another process). "
+                      "Run it again; if it keeps dying, check the stderr "
+                      "above and the machine's memory.")
+    elif returncode:
+        error = Error(f"The tool exited with code {returncode} before "
+                      f"finishing", "E_TOOL_CRASHED",
+                      _details(f"exit code: {returncode}", stderr_tail),
+                      "Read the stderr above for the cause, fix the input or "
+                      "the tool, then run it again.")
+    else:
+        error = Error("The tool exited without a final status",
+                      "E_NO_FINAL_STATUS",
+                      _details("exit code: 0", stderr_tail),
+                      "Its output may be incomplete: check it before relying "
+                      "on it. Tool authors: use `with AcorTool() as tool:` "
+                      "or call tool.stop().")
+    return [error, Status("failed")]
+
+
+def _details(first: str, stderr_tail: str) -> str:
+    if not stderr_tail:
+        return first
+    return f"{first}\nstderr (last lines):\n{stderr_tail}"
+
+
+def _percent(text: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        return 0
+    value = min(100.0, max(0.0, value))
+    return int(value) if value == int(value) else round(value, 2)

@@ -1,0 +1,159 @@
+"""What a run returns: :class:`RunResult`, built by :class:`Collector`.
+
+The collector stands between the relay loop and the caller's sink: it
+passes every event on, and keeps what the result needs (the last error
+code, the session, the next command, the last Output Data) without holding
+the whole stream unless asked to (a 100 MB flood must not be kept).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+from acor import __version__
+from acor.events import Error, Event
+
+STDERR_KEPT = 64 * 1024  # bytes of the tool's stderr a result keeps (the tail)
+
+
+class RunResult:
+    """The outcome of one run, for programs (and the last JSON line)."""
+
+    __slots__ = ("exit_code", "state", "error_code", "events", "data",
+                 "errors", "stderr", "duration", "tool", "version", "argv",
+                 "session", "next")
+
+    def __init__(self, **fields: Any) -> None:
+        for name in self.__slots__:
+            setattr(self, name, fields.get(name))
+
+    def of(self, kind: Union[str, type]) -> list[Event]:
+        """The events of one type, by class or by type name."""
+        name = kind if isinstance(kind, str) else kind.type
+        return [e for e in self.events or () if e.type == name]
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0
+
+    def to_dict(self) -> dict:
+        """The result line's fields (docs/protocol.md, "The result line")."""
+        return {"type": "result", "exit_code": self.exit_code,
+                "state": self.state, "error_code": self.error_code,
+                "duration_ms": round(self.duration * 1000),
+                "tool": self.tool, "version": self.version,
+                "argv": self.argv, "session": self.session,
+                "next": self.next, "acor": __version__}
+
+    def __repr__(self) -> str:
+        return (f"<RunResult {self.tool} exit={self.exit_code} "
+                f"state={self.state} error={self.error_code}>")
+
+
+class Collector:
+    """Passes events to ``sink`` and remembers what the result needs."""
+
+    def __init__(self, sink, tool: str, argv: list[str],
+                 keep_events: bool) -> None:
+        self.sink = sink
+        self.tool = tool
+        self.argv = argv
+        self.version: Optional[str] = None
+        self.events: Optional[list[Event]] = [] if keep_events else None
+        self.errors: list[Error] = []
+        self.data: Any = None
+        self.session: Optional[str] = None
+        self.next: Optional[list[str]] = None
+        self.fields: Optional[dict] = None
+        self._stderr = bytearray()
+
+    # --- the sink protocol ----------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        kind = event.type
+        if self.events is not None:
+            self.events.append(event)
+        if kind == "error":
+            self.errors.append(event)
+            self.next = event.next
+        elif kind == "input_needed":
+            self.next = event.next
+            self.fields = event.fields
+        elif kind == "output_data":
+            self.data = event.data
+        elif kind == "session":
+            self.session = event.id
+        self.sink.emit(event)
+
+    def due(self) -> Optional[float]:
+        return self.sink.due()
+
+    def tick(self) -> None:
+        self.sink.tick()
+
+    def stderr(self, data: bytes) -> None:
+        self._stderr += data
+        del self._stderr[:-STDERR_KEPT]
+        relay = getattr(self.sink, "stderr", None)
+        if relay is not None:
+            relay(data)
+
+    def late(self, event: Event) -> None:
+        """An event after the transcript ended: not part of it."""
+        relay = getattr(self.sink, "late", None)
+        if relay is not None:
+            relay(self.tool, event)
+
+    # --- the end ----------------------------------------------------------
+
+    def finish(self, exit_code: int, state: str, duration: float,
+               policy) -> RunResult:
+        next_argv = self.next
+        if next_argv is None and policy is not None:
+            next_argv = _next_command(policy, state, self.session,
+                                      self.fields)
+        result = RunResult(
+            exit_code=exit_code, state=state,
+            error_code=self.errors[-1].code if self.errors and
+            state != "complete" else None,
+            events=self.events, data=self.data, errors=self.errors,
+            stderr=self._stderr.decode("utf-8", "replace"),
+            duration=duration, tool=self.tool, version=self.version,
+            argv=self.argv, session=self.session, next=next_argv)
+        finish = getattr(self.sink, "result", None)
+        if finish is not None:
+            finish(result)
+        return result
+
+
+def _next_command(policy, state: str, session: Optional[str],
+                  fields: Optional[dict]) -> Optional[list[str]]:
+    """acor's own advice when the tool gave none: a session run that did
+    not complete resumes with the same command; Input Needed asks for the
+    same command with the missing arguments filled in."""
+    if state == "input_needed" and fields:
+        return policy.same_command() + _placeholders(policy.spec, fields)
+    if session and state in ("failed", "cancelled", "timeout"):
+        return policy.same_command()
+    return None
+
+
+def _placeholders(spec, fields: dict) -> list[str]:
+    """``--key <KEY>`` for each field the tool's argument schema maps to a
+    flag; positional fields as ``<NAME>``; a field the schema does not know
+    as ``--name <NAME>``."""
+    schema = getattr(spec, "args_schema", None) or {}
+    properties = schema.get("properties", {}) if isinstance(schema, dict) \
+        else {}
+    words: list[str] = []
+    for name, field in fields.items():
+        mapping = (properties.get(name) or {}).get("x-acor") or {}
+        is_flag = isinstance(field, dict) and field.get("type") == "boolean"
+        if "position" in mapping:
+            words.append(f"<{name.upper()}>")
+        elif is_flag:
+            words.append(mapping.get("flag") or "--" + name.replace("_", "-"))
+        else:
+            words += [mapping.get("flag") or "--" + name.replace("_", "-"),
+                      f"<{name.upper()}>"]
+    return words

@@ -1,0 +1,265 @@
+"""One runner: run a tool by name or spec and get its result.
+
+The ``acor`` command, ``acor call``, ``acor check``, the MCP server and the
+pytest plugin all run tools through :func:`run`::
+
+    result = run("hello", ["Ada"])
+    result.exit_code, result.state, result.data
+
+The pipeline is visible here: discover (the registry) -> spawn
+(:mod:`cli.process`, with a :mod:`cli.protocols` protocol) -> decode and relay
+(:mod:`cli.loop`) -> the caller's sink (a format of :mod:`cli.formats`, or a
+plain ``on_event`` callback). The run policy lives in this module alone:
+which timeout, which directory, which environment, what to do next.
+
+:func:`run` never installs signal handlers (unless asked: only the ``acor``
+command is the whole process), never prints and never exits, so it can be
+called from any thread of another program, several at once.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+from typing import Callable, Optional, Sequence
+
+from acor import exitcodes
+from acor.events import Error, Event, Status
+
+from . import process
+from .errors import LauncherError, config_error, invalid_manifest, \
+    unknown_tool
+from .loop import Cancel, Relay, Sink
+from .result import Collector, RunResult
+
+__all__ = ["Cancel", "RunResult", "run"]
+
+EventCallback = Callable[[Event], None]
+
+
+class _CallbackSink:
+    """A sink for callers that only want each event (no coalescing)."""
+
+    def __init__(self, callback: Optional[EventCallback]) -> None:
+        self.callback = callback
+
+    def emit(self, event: Event) -> None:
+        if self.callback is not None:
+            self.callback(event)
+
+    def due(self) -> Optional[float]:
+        return None
+
+    def tick(self) -> None:
+        pass
+
+
+def run(tool, argv: Sequence[str] = (), *, registry=None,
+        config_path: Optional[str] = None, cwd: Optional[str] = None,
+        timeout: Optional[float] = None,
+        idle_timeout: Optional[float] = None,
+        on_event: Optional[EventCallback] = None,
+        sink: Optional[Sink] = None, cancel: Optional[Cancel] = None,
+        inherit_stdin: bool = False, env: Optional[dict] = None,
+        handle_signals: bool = False, reap_orphans: bool = False,
+        keep_events: bool = True,
+        command: Optional[Sequence[str]] = None) -> RunResult:
+    """Run ``tool`` (a name, discovered as ``acor list`` does, or a
+    :class:`cli.manifest.ToolSpec`) with ``argv`` and return its result.
+
+    Every event goes to ``sink`` (an object with ``emit``, ``due`` and
+    ``tick``) or to ``on_event``, in order, from the calling thread.
+    ``cancel.set()`` from another thread stops the run. ``command`` is the
+    acor argv to build ``next`` commands from (default ``["acor"]``).
+    ``handle_signals`` (SIGINT, SIGTERM, SIGHUP cancel the run) and
+    ``reap_orphans`` (adopt and end escaped daemons) are for the ``acor``
+    command only: both act on the whole process.
+    """
+    started = time.monotonic()
+    name = tool if isinstance(tool, str) else tool.name
+    collector = Collector(sink or _CallbackSink(on_event), name, list(argv),
+                          keep_events)
+    command = list(command) if command is not None else ["acor"]
+    try:
+        spec, registry = _resolve(tool, registry, config_path, cwd, argv,
+                                  command)
+    except LauncherError as exc:
+        return _failed(collector, exc.to_event(), exc.exit_code, started)
+    collector.version = spec.version
+    config = registry.config if registry is not None else None
+    policy = _Policy(spec, config, command, list(argv), timeout, idle_timeout)
+    own_cancel = cancel is None
+    cancel = Cancel() if cancel is None else cancel
+    previous = _install_signals(cancel) if handle_signals else None
+    try:
+        return _run_spec(spec, policy, collector, cancel, cwd, env,
+                         inherit_stdin, reap_orphans, started)
+    finally:
+        if previous is not None:
+            _restore_signals(previous)
+        if own_cancel:
+            cancel.close()
+
+
+def _resolve(tool, registry, config_path, cwd, argv, command):
+    if not isinstance(tool, str):
+        return tool, registry
+    from .config import ConfigError
+    from .discover import load_registry
+    if registry is None:
+        try:
+            registry = load_registry(cwd=cwd, config_path=config_path)
+        except ConfigError as exc:
+            raise config_error(exc) from None
+    spec = registry.get(tool)
+    if spec is not None:
+        return spec, registry
+    skipped = registry.skipped_named(tool)
+    if skipped is not None:
+        raise invalid_manifest(tool, skipped)
+    raise unknown_tool(tool, registry, list(argv), command)
+
+
+def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
+              reap_orphans, started) -> RunResult:
+    if spec.kind == "wrapped":
+        from .protocols import WrappedProtocol
+        protocol = WrappedProtocol(spec)
+    else:
+        from .protocols import AcorProtocol
+        protocol = AcorProtocol()
+    if cancel.is_set():  # cancelled before the tool could start
+        collector.emit(Status("cancelled"))
+        return collector.finish(exitcodes.CANCELLED, "cancelled",
+                                time.monotonic() - started, policy)
+    if reap_orphans:
+        reap_orphans = process.adopt_orphans()
+    # "{python}" in a manifest's command means this launcher's interpreter,
+    # so wrapped Python programs run in the same environment as acor.
+    argv = [sys.executable if word == "{python}" else word
+            for word in spec.argv] + policy.args
+    run_env = policy.environment(env, protocol.env())
+    try:
+        proc = process.ToolProcess(
+            argv, cwd=policy.cwd(cwd), env=run_env,
+            pass_fds=protocol.pass_fds(),
+            inherit_stdin=inherit_stdin and bool(spec.stdin))
+    except OSError as exc:
+        protocol.spawned()
+        return _failed(collector, Error(
+            f"Cannot start tool '{spec.name}': {exc.strerror or exc}",
+            "E_TOOL_NOT_RUNNABLE", f"command: {argv[0]}",
+            "Check the manifest's entry or command: it must exist and be "
+            "executable.", ["acor", "show", spec.name]), exitcodes.FAILED,
+            started)
+    protocol.spawned()
+    relay = Relay(proc, protocol, collector, name=spec.name,
+                  args=policy.args, timeout=policy.timeout,
+                  idle_timeout=policy.idle_timeout, cancel=cancel,
+                  stop_error=policy.stop_error,
+                  on_stderr=collector.stderr, on_late=collector.late)
+    try:
+        relay.run()
+    finally:
+        proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
+                  reap_orphans)
+    ending = relay.finish()
+    return collector.finish(ending.exit_code, ending.state,
+                            time.monotonic() - started, policy)
+
+
+def _failed(collector, error: Error, exit_code: int, started) -> RunResult:
+    collector.emit(error)
+    collector.emit(Status("failed"))
+    return collector.finish(exit_code, "failed", time.monotonic() - started,
+                            None)
+
+
+class _Policy:
+    """Which timeout, directory and environment a run gets, and what to
+    run next after each of acor's own endings."""
+
+    def __init__(self, spec, config, command, args, timeout, idle_timeout):
+        self.spec = spec
+        self.config = config
+        self.command = command
+        self.args = args
+        self.timeout = (timeout or spec.timeout or
+                        (config.timeout if config else None) or 120.0)
+        self.idle_timeout = (idle_timeout or spec.idle_timeout or
+                             (config.idle_timeout if config else None))
+
+    def cwd(self, cwd: Optional[str]) -> Optional[str]:
+        if self.spec.cwd_mode == "project" and self.config is not None:
+            return self.config.root
+        return cwd
+
+    def environment(self, extra: Optional[dict], protocol_env: dict) -> dict:
+        env = os.environ.copy()
+        env.update(extra or {})
+        if self.config is not None:
+            env["ACOR_STATE_DIR"] = self.config.state_dir
+        env["ACOR_TOOL"] = self.spec.name
+        env.update(protocol_env)
+        env["PYTHONUNBUFFERED"] = "1"
+        env["PYTHONIOENCODING"] = "utf-8"
+        return env
+
+    def same_command(self, **options: str) -> list[str]:
+        """The acor command of this run, with ``options`` (e.g. timeout)
+        set to new values: the exact command to run next."""
+        argv = [self.command[0]]
+        rest = self.command[1:]
+        skip = {"--" + key.replace("_", "-") for key in options}
+        i = 0
+        while i < len(rest):
+            word = rest[i]
+            flag = word.split("=", 1)[0]
+            if flag in skip:
+                i += 1 if "=" in word else 2
+                continue
+            argv.append(word)
+            i += 1
+        for key, value in options.items():
+            argv += ["--" + key.replace("_", "-"), value]
+        return argv + [self.spec.name] + self.args
+
+    def stop_error(self, kind: str, seconds: float) -> Error:
+        name = self.spec.name
+        if kind == "timeout":
+            doubled = _seconds(seconds * 2)
+            return Error(
+                f"Tool '{name}' timed out after {_seconds(seconds)} s",
+                "E_TIMEOUT", f"timeout: {_seconds(seconds)} s",
+                "Run it on less input, or allow more time (the command "
+                "below doubles the timeout; `timeout` in the manifest or "
+                ".acor/config.yaml sets it for good).",
+                self.same_command(timeout=doubled))
+        return Error(
+            f"Tool '{name}' was silent for {_seconds(seconds)} s and was "
+            "stopped", "E_IDLE_TIMEOUT",
+            f"idle timeout: {_seconds(seconds)} s",
+            "If the tool was still working, its author should call "
+            "tool.heartbeat() during long silent steps; or allow longer "
+            "silences (the command below doubles the idle timeout).",
+            self.same_command(idle_timeout=_seconds(seconds * 2)))
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g}"
+
+
+def _install_signals(cancel: Cancel) -> dict:
+    def on_signal(signum, frame):
+        cancel.set(signum)
+    previous = {}
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        previous[sig] = signal.signal(sig, on_signal)
+    return previous
+
+
+def _restore_signals(previous: dict) -> None:
+    for sig, handler in previous.items():
+        signal.signal(sig, handler)
