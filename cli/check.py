@@ -17,7 +17,6 @@ import shlex
 import click
 
 from acor import exitcodes
-from acor.events import Error
 
 from .conformance import (Violation, expectation_violations,
                           manifest_violations, stream_violations)
@@ -31,25 +30,17 @@ class Target:
     """The tool to check: its manifest, and what discovery made of it."""
 
     __slots__ = ("name", "manifest_path", "folder", "spec", "skipped",
-                 "config")
+                 "registry")
 
     def __init__(self, name, manifest_path, spec=None, skipped=None,
-                 config=None):
+                 registry=None):
         self.name = name
         self.manifest_path = manifest_path
         # Examples run here: tool folders hold their sample inputs.
         self.folder = os.path.dirname(manifest_path)
         self.spec = spec          # a ToolSpec, None if discovery skips it
         self.skipped = skipped    # discovery's Skipped, when it does
-        self.config = config
-
-
-class NotFound(Exception):
-    """No tool by that name or path: ``error`` says so, with the fix."""
-
-    def __init__(self, error: Error) -> None:
-        super().__init__(error.title)
-        self.error = error
+        self.registry = registry
 
 
 def looks_like_path(ref: str) -> bool:
@@ -60,7 +51,8 @@ def looks_like_path(ref: str) -> bool:
 def resolve(ref: str, cwd: str | None = None) -> Target:
     """The tool called ``ref``, or at path ``ref`` (a tool folder, its
     manifest.json, or a wrapper's ``<name>.json``). Raises
-    :class:`NotFound`; a config error propagates as ConfigError."""
+    :class:`cli.errors.LauncherError` when there is none, and
+    :class:`cli.config.ConfigError`."""
     from .discover import load_registry
     registry = load_registry(cwd=cwd)
     if looks_like_path(ref):
@@ -68,25 +60,24 @@ def resolve(ref: str, cwd: str | None = None) -> Target:
                              registry.config)
     spec = registry.get(ref)
     if spec is not None:
-        return Target(spec.name, spec.manifest_path, spec, None,
-                      registry.config)
-    for skipped in registry.skipped:
-        base = os.path.basename(skipped.path)
-        if base in (ref, ref + ".json"):
-            path = skipped.path if base.endswith(".json") else \
-                os.path.join(skipped.path, "manifest.json")
-            return Target(ref, path, None, skipped, registry.config)
-    from .main import unknown_tool
-    raise NotFound(unknown_tool(ref, registry))
+        return Target(spec.name, spec.manifest_path, spec, None, registry)
+    skipped = registry.skipped_named(ref)
+    if skipped is not None:
+        path = skipped.path if skipped.path.endswith(".json") else \
+            os.path.join(skipped.path, "manifest.json")
+        return Target(ref, path, None, skipped, registry)
+    from .errors import unknown_tool
+    raise unknown_tool(ref, registry, [], ["acor", "check"])
 
 
 def _resolve_path(path, config):
     if os.path.isdir(path):
         path = os.path.join(path, "manifest.json")
     if not os.path.isfile(path):
-        raise NotFound(Error(f"No manifest at {path}", "E_FILE_NOT_FOUND",
-                             None, "Give a tool's name (`acor list`), its "
-                             "folder, or its manifest file."))
+        from .errors import UsageError
+        raise UsageError(f"No manifest at {path}", "Give a tool's name "
+                         "(`acor list`), its folder, or its manifest file.",
+                         code="E_FILE_NOT_FOUND", next=["acor", "list"])
     from .discover import scan
     entry = os.path.dirname(path) if os.path.basename(path) == \
         "manifest.json" else path
@@ -100,7 +91,7 @@ def _resolve_path(path, config):
                     if os.path.realpath(s.path) == real), None)
     name = spec.name if spec else os.path.basename(entry).removesuffix(
         ".json")
-    return Target(name, path, spec, skipped, config)
+    return Target(name, path, spec, skipped, registry)
 
 
 def read_manifest(path: str) -> tuple[object, Violation | None]:
@@ -165,17 +156,39 @@ def check(target: Target) -> dict:
     return report
 
 
+class _Recorder:
+    """The runner's sink for a check: every event in order, and those the
+    tool wrote after its ending (which the transcript leaves out)."""
+
+    def __init__(self) -> None:
+        self.late_events: list = []
+
+    def emit(self, event) -> None:
+        pass  # the result keeps them
+
+    def due(self):
+        return None
+
+    def tick(self) -> None:
+        pass
+
+    def late(self, tool: str, event) -> None:
+        self.late_events.append(event)
+
+
 def run_example(target: Target, manifest: dict, example: dict,
                 index: int) -> tuple[dict, list[Violation]]:
     from .runner import run  # the launcher proper: only once it runs
     argv = example_argv(manifest, example)
     where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
-    timeout = target.spec.timeout or (target.config.timeout
-                                      if target.config else None)
-    result = run(target.spec, argv, cwd=target.folder, timeout=timeout)
+    recorder = _Recorder()
+    result = run(target.spec, argv, registry=target.registry,
+                 cwd=target.folder, sink=recorder,
+                 command=["acor", "check"])
     problems = stream_violations(
-        result.events, where, tool_exit_code=tool_exit_code(result),
-        error_code=result.error_code, state=result.state)
+        result.events, where, tool_exit_code=result.tool_exit_code,
+        error_code=result.error_code, state=result.state,
+        late=recorder.late_events)
     problems += expectation_violations(example, result.exit_code,
                                        result.events, where)
     outcome = {"example": index + 1, "argv": argv,
@@ -184,12 +197,6 @@ def run_example(target: Target, manifest: dict, example: dict,
                "duration_ms": round(result.duration * 1000),
                "ok": not problems}
     return outcome, problems
-
-
-def tool_exit_code(result) -> int | None:
-    """What the tool's own process exited with (the runner's exit code
-    is derived from the ending, so it cannot disagree with it)."""
-    return result.tool_exit_code
 
 
 def format_report(report: dict) -> str:
@@ -223,17 +230,17 @@ def check_command(tool: str, as_json: bool) -> int:
     protocol: its manifest against the published schema, then each of its
     examples run and its stream checked. Exit 0 when it conforms."""
     from .config import ConfigError
-    from .main import config_error, emit_failure
+    from .errors import LauncherError, config_error, report
     fmt = "json" if as_json else None
     try:
         target = resolve(tool)
-    except NotFound as exc:
-        return emit_failure(exc.error, fmt)
+    except LauncherError as exc:
+        return report(exc, fmt)
     except ConfigError as exc:
-        return emit_failure(config_error(exc), fmt)
-    report = check(target)
+        return report(config_error(exc), fmt)
+    report_ = check(target)
     if as_json:
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
+        click.echo(json.dumps(report_, indent=2, ensure_ascii=False))
     else:
-        click.echo(format_report(report))
-    return exitcodes.OK if report["conforms"] else exitcodes.FAILED
+        click.echo(format_report(report_))
+    return exitcodes.OK if report_["conforms"] else exitcodes.FAILED

@@ -156,50 +156,16 @@ def _json_type(value) -> str:
 
 
 def args_violations(schema: dict, examples: list) -> list[Violation]:
-    """What the JSON Schema cannot check about ``args`` (it is valid
-    against the schema already): positions 0..n-1 once each, flags once
-    each, ``required`` names that exist, defaults and example values that
-    fit (checked with :func:`acor.args.validate`)."""
-    found = []
-    props = schema.get("properties", {})
-    positions, flags = {}, {}
-    for name, prop in props.items():
-        where = f"manifest.args.properties.{name}"
-        how = prop["x-acor"]
-        if "position" in how:
-            if how["position"] in positions:
-                found.append(Violation(where, f"position {how['position']}"
-                             f" is also {positions[how['position']]!r}'s",
-                             "Give each positional argument its own "
-                             "position, 0, 1, 2..."))
-            positions[how["position"]] = name
-            if prop["type"] == "boolean":
-                found.append(Violation(where, "a boolean cannot be "
-                             "positional", 'Make it a presence flag: '
-                             '{"flag": "--' + name.replace("_", "-") + '"}.'))
-        else:
-            if how["flag"] in flags:
-                found.append(Violation(where, f"flag {how['flag']} is also "
-                             f"{flags[how['flag']]!r}'s",
-                             "Give each option its own flag."))
-            flags[how["flag"]] = name
-            if how.get("repeat") and prop["type"] != "array":
-                found.append(Violation(where, '"repeat" is only for lists',
-                             'Remove "repeat", or make it "type": "array".'))
-    if sorted(positions) != list(range(len(positions))):
-        found.append(Violation("manifest.args", "positions "
-                     f"{sorted(positions)} leave a gap", "Number the "
-                     "positional arguments 0, 1, 2... in order."))
-    for name in schema.get("required", []):
-        if name not in props:
-            found.append(Violation("manifest.args.required", f"{name!r} is "
-                         "required but is not a property",
-                         f"Add it to args.properties, or remove it from "
-                         "required."))
-    if found:
-        return found
+    """Values the JSON Schema cannot check against ``args``: defaults, and
+    the examples' values (with :func:`acor.args.validate`, as `acor call`
+    checks a call). The shape of ``args`` itself (positions, flags) is
+    discovery's to check: a manifest it skips is reported with its reason."""
+    from .argschema import check_args_schema
+    if check_args_schema(schema) is not None:
+        return []
     from acor import args
-    for name, prop in props.items():
+    found = []
+    for name, prop in schema.get("properties", {}).items():
         if "default" in prop:
             for message in args.validate({"type": "object", "properties": {
                     name: prop}}, {name: prop["default"]}):
@@ -211,7 +177,7 @@ def args_violations(schema: dict, examples: list) -> list[Violation]:
             for message in args.validate(schema, example["args"]):
                 found.append(Violation(f"manifest.examples[{index}].args",
                              message, "Fix the example's values to fit "
-                             "args (or fix args)."))
+                             "\"args\" (or fix \"args\")."))
     return found
 
 
@@ -232,10 +198,13 @@ def strip_launcher_ending(events: list, error_code: str | None) -> list:
 def stream_violations(events: list, where: str, *,
                       tool_exit_code: int | None,
                       error_code: str | None = None,
-                      state: str | None = None) -> list[Violation]:
+                      state: str | None = None,
+                      late: list = ()) -> list[Violation]:
     """Every way one run's stream breaks the protocol. ``events``: all the
-    run's events as the runner gives them; ``tool_exit_code``: what the
-    tool's own process exited with (None if unknown or killed)."""
+    run's events as the runner gives them; ``late``: what the tool wrote
+    after its ending (the transcript leaves it out); ``tool_exit_code``:
+    what the tool's own process exited with (None if unknown, negative if
+    a signal ended it)."""
     found = []
     if state == "timeout" or error_code in STOPPED:
         found.append(Violation(where, "the run was stopped by a timeout "
@@ -243,7 +212,15 @@ def stream_violations(events: list, where: str, *,
                      "(a small input), or raise \"timeout\" in the "
                      "manifest; call tool.heartbeat() during long silent "
                      "work."))
-    own = strip_launcher_ending(events, error_code)
+    late = [e for e in late if e.type != "text" or e.text.strip()]
+    hung = [e for e in late if e.type == "error" and e.code in STOPPED]
+    if hung:
+        found.append(Violation(where, "the tool did not exit after its "
+                     f"ending and was stopped ({hung[0].code})", "Exit "
+                     "right after the final status: stop threads and "
+                     "child processes first (a daemon thread, or join)."))
+        late = [e for e in late if e not in hung]
+    own = strip_launcher_ending(events, error_code) + late
     meaningful = [e for e in own if not (e.type == "text" and
                                          not e.text.strip())]
     if not meaningful or meaningful[0] != Status("ready"):
@@ -264,7 +241,7 @@ def stream_violations(events: list, where: str, *,
                          'MESSAGE in bash).'))
     ending = _ending(own, where, found, error_code)
     if ending is not None and tool_exit_code is not None and \
-            state != "timeout":
+            tool_exit_code >= 0 and state != "timeout" and not hung:
         found += _exit_agrees(ending, own, tool_exit_code, where)
     return found
 

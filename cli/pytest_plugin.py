@@ -27,45 +27,39 @@ import os
 import pytest
 
 
-def _tool(name):
-    """A name as discovery knows it, or a tool folder / manifest path."""
-    if isinstance(name, os.PathLike) or (isinstance(name, str) and (
-            os.sep in name or "/" in name)):
-        from .check import NotFound, resolve
-        try:
-            target = resolve(os.fspath(name))
-        except NotFound as exc:
-            pytest.fail(f"acor_run: {exc.error.title}: {exc.error.recovery}",
-                        pytrace=False)
-        if target.spec is None:
-            pytest.fail(f"acor_run: acor skips {target.manifest_path}: "
-                        f"{target.skipped.reason}. {target.skipped.recovery}",
-                        pytrace=False)
-        return target.spec, target.manifest_path
-    return name, None
+def _tool(name, cwd):
+    """``(tool, registry)`` for the runner: a name as discovery knows it
+    (from ``cwd``, as the runner looks), or a tool folder / manifest path
+    resolved to its spec."""
+    if not (isinstance(name, os.PathLike) or (isinstance(name, str) and (
+            os.sep in name or "/" in name))):
+        return name, None
+    from .check import resolve
+    from .errors import LauncherError
+    try:
+        target = resolve(os.fspath(name))
+    except LauncherError as exc:
+        pytest.fail(f"acor_run: {exc.reason}. {exc.recovery}", pytrace=False)
+    if target.spec is None:
+        pytest.fail(f"acor_run: acor skips {target.manifest_path}: "
+                    f"{target.skipped.reason}. {target.skipped.recovery}",
+                    pytrace=False)
+    return target.spec, target.registry
 
 
-def _argv_from_values(tool, manifest_path, values):
+def _argv_from_values(spec, values):
     """The argv for ``values``, as `acor call` builds it; every violation
     of the tool's args schema fails the test, all of them listed."""
-    import json
     from acor import args as schemas
-    if manifest_path is None:
-        from .discover import load_registry
-        spec = load_registry().get(tool)
-        if spec is None:
-            pytest.fail(f"acor_run: no tool {tool!r} here (see `acor "
-                        "list`)", pytrace=False)
-        manifest_path = spec.manifest_path
-    with open(manifest_path, encoding="utf-8-sig") as f:
-        schema = json.load(f).get("args")
+    schema = spec.args_schema
     if schema is None:  # free argv: {"argv": [...]}
         from .check import FREE_ARGV
         schema = FREE_ARGV
     problems = schemas.validate(schema, values)
     if problems:
-        pytest.fail(f"acor_run: args do not fit {manifest_path}:\n  "
-                    + "\n  ".join(problems), pytrace=False)
+        pytest.fail(f"acor_run: args do not fit {spec.name}'s schema "
+                    f"({spec.manifest_path}):\n  " + "\n  ".join(problems),
+                    pytrace=False)
     if schema is FREE_ARGV:
         return list(values.get("argv", []))
     return schemas.to_argv(schema, values)
@@ -82,11 +76,18 @@ def acor_run():
         if args is not None and argv:
             raise TypeError("acor_run takes an argv or args=, not both")
         from .runner import run
-        tool, manifest_path = _tool(name)
+        cwd = None if cwd is None else os.fspath(cwd)
+        tool, registry = _tool(name, cwd)
         if args is not None:
-            argv = _argv_from_values(tool, manifest_path, args)
-        return run(tool, [os.fspath(a) for a in argv],
-                   cwd=None if cwd is None else os.fspath(cwd),
-                   timeout=timeout)
+            if isinstance(tool, str):
+                from .discover import load_registry
+                registry = load_registry(cwd=cwd)
+                spec = registry.get(tool)
+                if spec is None:  # the runner says why, as acor would
+                    return run(tool, [], registry=registry, cwd=cwd)
+                tool = spec
+            argv = _argv_from_values(tool, args)
+        return run(tool, [os.fspath(a) for a in argv], registry=registry,
+                   cwd=cwd, timeout=timeout)
 
     return run_tool

@@ -22,7 +22,6 @@ import shutil
 import click
 
 from acor import exitcodes
-from acor.events import Error
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 
@@ -33,7 +32,7 @@ SAMPLE = ("The quick brown fox\n"
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a tool's name, or None."""
-    from .discover import RESERVED
+    from .manifest import RESERVED
     if not _NAME.match(name):
         return (f"{name!r} is not a tool name: use 1-64 lowercase letters, "
                 "digits, '-' or '_', starting with a letter or digit (like "
@@ -215,8 +214,8 @@ def _shown(path: str) -> str:
 
 
 def _refuse(title: str, recovery: str) -> int:
-    from .main import emit_failure
-    return emit_failure(Error(title, "E_USAGE", None, recovery), None)
+    from .errors import UsageError, report
+    return report(UsageError(title, recovery), None)
 
 
 @click.command("new")
@@ -239,8 +238,8 @@ def new_command(name: str, directory: str | None, wrap: str | None) -> int:
     try:
         config = load_config()
     except ConfigError as exc:
-        from .main import config_error, emit_failure
-        return emit_failure(config_error(exc), None)
+        from .errors import config_error, report
+        return report(config_error(exc), None)
     tools_dir = os.path.abspath(directory or default_dir(config))
     argv = None
     if wrap is not None:

@@ -101,27 +101,6 @@ def test_a_manifest_that_is_not_an_object():
     assert _problems([]) == [("manifest", "must be an object, not a list")]
 
 
-def _args(**props):
-    return {"type": "object", "properties": props,
-            "additionalProperties": False}
-
-
-def test_args_rules_a_schema_cannot_express():
-    schema = _args(a={"type": "string", "x-acor": {"position": 0}},
-                   b={"type": "string", "x-acor": {"position": 0}},
-                   c={"type": "boolean", "x-acor": {"position": 2}},
-                   d={"type": "string", "x-acor": {"flag": "--d"}},
-                   e={"type": "string", "x-acor": {"flag": "--d",
-                                                   "repeat": True}})
-    schema["required"] = ["z"]
-    problems = [v.problem for v in conformance.args_violations(schema, [])]
-    assert problems == [
-        "position 0 is also 'a''s", "a boolean cannot be positional",
-        "flag --d is also 'd''s", '"repeat" is only for lists',
-        "positions [0, 2] leave a gap",
-        "'z' is required but is not a property"]
-
-
 # --- the stream -------------------------------------------------------------
 
 READY, DONE, FAILED = Status("ready"), Status("complete"), Status("failed")
@@ -218,3 +197,173 @@ def test_the_example_expectations():
         "exited 0, the example expects 1",
         "no 'progress' event where the example expects one (expected, in "
         "order: output_data, progress)"]
+
+
+# --- acor check, run on tools ----------------------------------------------
+
+@pytest.fixture
+def checked(project, monkeypatch, tmp_path):
+    """``checked(ref)``: run `acor check --json ref` in the project, in
+    process; (exit code, report)."""
+    from click.testing import CliRunner
+    from acor.cli.check import check_command
+    monkeypatch.chdir(project.root)
+    monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ACOR_CONFIG", raising=False)
+
+    def run(ref):
+        result = CliRunner().invoke(check_command, [ref, "--json"],
+                                    standalone_mode=False)
+        assert result.exception is None, result.output
+        return result.return_value, json.loads(result.output)
+    return run
+
+
+EXAMPLE = [{"args": [], "exit_code": 0}]
+
+
+def _violations(report):
+    return [(v["problem"], v["fix"]) for v in report["violations"]]
+
+
+def test_a_conforming_tool(project, checked):
+    project.add_tool("good", """\
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.progress(50)
+            tool.output({"ok": True})
+    """, examples=[{"args": ["x"], "exit_code": 0,
+                    "events": ["progress", "output_data"]}])
+    code, report = checked("good")
+    assert (code, report["conforms"], report["violations"]) == (0, True, [])
+    assert report["examples"][0]["state"] == "complete"
+
+
+def test_a_raw_status_print_is_caught_with_its_fix(project, checked):
+    project.add_tool("raw", """\
+        from acor import AcorTool
+        tool = AcorTool()
+        tool.start()
+        print("## Status: Complete")
+    """, examples=EXAMPLE)
+    code, report = checked("raw")
+    assert code == 1
+    problems = dict(_violations(report))
+    fix = problems["the tool printed '## Status: Complete' itself: acor "
+                   "shows it as plain text, not as a section"]
+    assert "never with print or echo" in fix
+    assert "the run ends without a final status" in problems
+
+
+def test_a_tool_without_a_final_status_is_caught(project, checked):
+    project.add_tool("noend", """\
+        from acor import AcorTool
+        tool = AcorTool()
+        tool.start()
+        tool.output("working...")
+    """, examples=[{"args": [], "exit_code": 1}])
+    code, report = checked("noend")
+    assert code == 1
+    assert [p for p, _ in _violations(report)] == [
+        "the run ends without a final status"]
+    assert "tool.stop()" in report["violations"][0]["fix"]
+
+
+def test_an_exit_code_that_disagrees_with_the_ending_is_caught(project,
+                                                              checked):
+    project.add_tool("liar", """\
+        import sys
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output("all good")
+        sys.exit(1)
+    """, examples=EXAMPLE)
+    code, report = checked("liar")
+    assert code == 1
+    assert _violations(report)[0][0] == (
+        "the tool ended with `## Status: Complete` but exited 1, not 0")
+    assert _violations(report)[0][1].startswith("Exit 0 after")
+
+
+def test_sections_after_the_ending_are_caught(project, checked):
+    project.add_tool("twice", """\
+        from acor import AcorTool
+        AcorTool().start().stop()
+        AcorTool().start().stop()
+    """, examples=EXAMPLE)
+    code, report = checked("twice")
+    assert code == 1
+    assert [p for p, _ in _violations(report)] == [
+        "the run has 2 endings (`## Status: Complete`, `## Status: "
+        "Complete`)"]
+
+
+def test_a_manifest_that_fails_the_schema_is_caught(project, checked):
+    folder = project.add_tool("sloppy", "print('never run')\n",
+                              timeout="soon", examples=EXAMPLE)
+    for ref in ("sloppy", str(folder), str(folder / "manifest.json")):
+        code, report = checked(ref)
+        assert code == 1
+        assert report["violations"] == [{
+            "where": "manifest.timeout",
+            "problem": "must be a number, not the string 'soon'",
+            "fix": "Write a number there."}]
+        assert report["examples"] == []  # nothing was run
+
+
+def test_what_only_discovery_sees_is_reported_with_its_fix(project, checked):
+    folder = project.add_tool("gone", "", examples=EXAMPLE)
+    (folder / "gone.py").unlink()
+    code, report = checked("gone")
+    assert code == 1
+    [violation] = report["violations"]
+    assert violation["problem"].startswith("acor skips this manifest: "
+                                           "'entry' 'gone.py' is not")
+    assert violation["fix"]
+
+
+def test_no_examples_is_a_warning(project, checked):
+    project.add_tool("plain", "from acor import AcorTool\n"
+                     "with AcorTool(): pass\n")
+    code, report = checked("plain")
+    assert (code, report["conforms"]) == (0, True)
+    assert "no examples" in report["warnings"][0]
+
+
+def test_an_unknown_tool_is_a_usage_error(project, checked):
+    from click.testing import CliRunner
+    from acor.cli.check import check_command
+    result = CliRunner().invoke(check_command, ["nope"],
+                                standalone_mode=False)
+    assert result.return_value == 2
+    assert "E_UNKNOWN_TOOL" in result.output
+
+
+def test_the_text_report_gives_each_problem_and_its_fix(project,
+                                                         monkeypatch,
+                                                         tmp_path):
+    from click.testing import CliRunner
+    from acor.cli.check import check_command
+    project.add_tool("liar", "import sys\nfrom acor import AcorTool\n"
+                     "with AcorTool(): pass\nsys.exit(1)\n",
+                     examples=EXAMPLE)
+    monkeypatch.chdir(project.root)
+    monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
+    result = CliRunner().invoke(check_command, ["liar"],
+                                standalone_mode=False)
+    assert result.return_value == 1
+    assert "  FAIL example 1: liar -> exit 0 (complete)" in result.output
+    assert "    problem: the tool ended with" in result.output
+    assert "    fix:     Exit 0 after" in result.output
+    assert result.output.rstrip().endswith(
+        "liar does not conform: 1 problem.")
+
+
+def test_a_tool_that_does_not_exit_after_its_ending_is_caught():
+    late = [Text(""), Error("x did not exit after its final status: "
+                            "stopped", "E_TIMEOUT")]
+    violations = stream_violations([READY, DONE], "example 1",
+                                   tool_exit_code=-15, late=late)
+    assert [v.problem for v in violations] == [
+        "the tool did not exit after its ending and was stopped "
+        "(E_TIMEOUT)"]
