@@ -106,20 +106,35 @@ def test_framed_with_the_token_from_the_environment():
     assert events[2].text == "## Status: Complete"  # raw: text, not a status
 
 
-def test_framed_with_the_token_read_once_from_a_file_descriptor(tmp_path):
-    token_file = tmp_path / "token"
-    token_file.write_text(TOKEN + "\n")
-    with open(token_file) as f:
-        fd = f.fileno()
+@pytest.mark.parametrize("newline", ["", "\n"])
+def test_framed_with_the_token_read_once_from_a_pipe(newline):
+    # The launcher's way (acor.framing.token_pipe): the token in a pipe
+    # whose writing end is closed, named by ACOR_FRAME_FD.
+    read_end, write_end = os.pipe()
+    os.write(write_end, (TOKEN + newline).encode())
+    os.close(write_end)
+    try:
         out, _, code = bash(
-            f"acor_start; [ -e /proc/$$/fd/{fd} ] && echo fd-open; "
+            f"acor_start; [ -e /proc/$$/fd/{read_end} ] && echo fd-open; "
             "echo ${ACOR_FRAME_FD:-unset}; acor_stop",
-            {"ACOR_FRAME_FD": str(fd), "ACOR_FRAME_TOKEN": "not0this0one"},
-            pass_fds=(fd,))
+            {"ACOR_FRAME_FD": str(read_end),
+             "ACOR_FRAME_TOKEN": "not0this0one"}, pass_fds=(read_end,))
+    finally:
+        os.close(read_end)
     assert code == 0
     events = decode(out.encode(), TOKEN)
     assert [e.type for e in events] == ["status", "text", "status"]
     assert events[1].text == "unset"  # the descriptor is closed, the name gone
+
+
+def test_a_descriptor_that_is_not_a_pipe_is_not_read(tmp_path):
+    token_file = tmp_path / "token"
+    token_file.write_text(TOKEN)
+    with open(token_file) as f:
+        out, _, _ = bash("acor_start; acor_stop",
+                         {"ACOR_FRAME_FD": str(f.fileno())},
+                         pass_fds=(f.fileno(),))
+    assert out == "## Status: Ready\n\n## Status: Complete\n\n"
 
 
 def test_programs_the_script_runs_never_see_the_token():

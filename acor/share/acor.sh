@@ -37,10 +37,15 @@
 
 acor__token=""
 if [ -n "${ACOR_FRAME_FD:-}" ]; then
+    # Only a pipe, as the library: a descriptor that is a terminal or a
+    # file is not the launcher's to read. The launcher closed its writing
+    # end, so the read ends at once (the timeout is a guard).
     case $ACOR_FRAME_FD in
-        *[!0-9]*) ;;
-        *) IFS= read -r acor__token 2>/dev/null <&"$ACOR_FRAME_FD"
-           eval "exec $ACOR_FRAME_FD<&-" ;;
+        *[!0-9]*|[012]) ;;
+        *) if [ -p "/dev/fd/$ACOR_FRAME_FD" ]; then
+               IFS= read -r -t 1 acor__token 2>/dev/null <&"$ACOR_FRAME_FD"
+               eval "exec $ACOR_FRAME_FD<&-"
+           fi ;;
     esac
 fi
 if [ -z "$acor__token" ]; then
