@@ -137,6 +137,11 @@ def check(target: Target) -> dict:
         found.append(Violation("manifest", "acor skips this manifest: "
                                f"{target.skipped.reason}",
                                target.skipped.recovery))
+    if target.spec is None and not found:
+        found.append(Violation("manifest", "acor does not load it as a "
+                               "tool", "Put it in a tools dir: a folder "
+                               "with manifest.json, or a <name>.json "
+                               "wrapper manifest."))
     if target.spec is not None:
         report["warnings"] += list(target.spec.warnings or [])
     if found or target.spec is None:
