@@ -30,12 +30,12 @@ import sys  # noqa: E402
 
 from acor import exitcodes  # noqa: E402
 
+from .durations import check_seconds  # noqa: E402
 from .errors import LauncherError, UsageError, config_error, report  # noqa
 from .formats import FORMATS  # noqa: E402
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
-MAX_SECONDS = 7 * 24 * 3600  # one week: selectors overflow past ~24 days
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
 
@@ -80,23 +80,14 @@ def _check_options(options):
                          next=["acor", "--format", "json", "list"])
     for key in ("timeout", "idle_timeout"):
         if key in options:
-            options[key] = check_seconds(options[key],
-                                         "--" + key.replace("_", "-"))
+            flag = "--" + key.replace("_", "-")
+            try:
+                options[key] = check_seconds(options[key], flag)
+            except ValueError as exc:
+                raise UsageError(str(exc), "Give a duration in seconds, as "
+                                 "in the command below.",
+                                 next=["acor", flag, "30", "list"]) from None
     return options
-
-
-def check_seconds(text, flag):
-    """A duration option: a number of seconds above 0, at most a week."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= MAX_SECONDS:
-        raise UsageError(f"{flag} must be a number of seconds above 0 and at "
-                         f"most {MAX_SECONDS} (a week), not {text!r}",
-                         "Give a duration in seconds, as in the command "
-                         "below.", next=["acor", flag, "30", "list"])
-    return seconds
 
 
 def default_format(options, config):

@@ -528,7 +528,20 @@ def test_stray_end_mark_outside_a_section_is_dropped():
 
 def test_section_cut_off_mid_way_is_kept_as_text():
     lines = framed_lines(Output("first\nsecond"))[:-2]  # no blank, no end
-    assert decode(lines) == [Text("## Output\nfirst\nsecond")]
+    assert decode(lines) == [Text(
+        "## Output\nfirst\nsecond\n[acor: section cut short after 12 "
+        "bytes: the stream ended before the section did]")]
+
+
+def test_a_section_cut_by_the_next_frame_is_reported_not_merged():
+    """A signal during a large write cuts the section short; the tool's
+    next frame (its Cancelled status) must not be absorbed into it."""
+    cut = framed_lines(Output("line 1\nline 2\nline 3"))[:2]
+    lines = cut + framed_lines(Status("cancelled"))
+    assert decode(lines) == [
+        Text("## Output\nline 1\n[acor: section cut short after 6 bytes: "
+             "the tool began another section before ending it]"),
+        Status("cancelled")]
 
 
 def test_oversized_section_is_truncated_with_bytes_and_sha256():

@@ -570,7 +570,9 @@ def test_malformed_sections_have_defined_behaviour(replay):
         "## Error: no code\n\n",          # an error, with an empty code
     ]
     steps = [["frame", s] for s in sections]
-    # A nested start mark is body text; a stray end mark is dropped.
+    # A start mark inside a section means the section was cut short: it
+    # is reported as cut, and the frame that follows is read as a frame. A
+    # stray end mark is dropped.
     steps += [["close"], ["open", "## Output\nbefore\n"],
               ["frame", "## Status: Complete\n\n"], ["close"]]
     code, out, err = replay(steps, "--format", "json")
@@ -585,16 +587,17 @@ def test_malformed_sections_have_defined_behaviour(replay):
         ("unknown", "Output Data"), ("unknown", "Output: extra"),
         ("error", None)]
     assert events[8]["code"] == "" and events[8]["title"] == "no code"
-    nested = events[9]
-    assert nested["type"] == "output"
-    assert nested["text"].startswith("before\n\x1eacor:")
-    assert nested["text"].endswith("\x1e## Status: Complete")
+    cut = events[9]
+    assert cut["type"] == "text" and cut["text"] == (
+        "## Output\nbefore\n[acor: section cut short after 6 bytes: the "
+        "tool began another section before ending it]")
+    assert events[10] == {**events[10], "type": "status",
+                          "state": "complete"}
     assert events[-1]["state"] == "complete"
     assert [e["type"] for e in events].count("status") == 3
     code, out, err = replay(steps)
     assert top_headings(out) == ["Status: Ready", "Status: Bogus",
-                                 "Error: no code", "Output",
-                                 "Status: Complete"]
+                                 "Error: no code", "Status: Complete"]
     assert "\\## Progress: abc%" in out  # shown, escaped, never obeyed
 
 
