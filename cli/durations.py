@@ -11,7 +11,7 @@ above :data:`MAX_SECONDS`, with a message that names the bound::
     >>> check_seconds(10 ** 9, "timeout")
     Traceback (most recent call last):
     ...
-    ValueError: timeout must be a number of seconds above 0 and at most 604800 (7 days), not 1000000000
+    ValueError: timeout must be a number of seconds above 0 and at most ...
 
 Standard library only, and nothing imported: the launcher's hot path
 checks ``--timeout`` with it.

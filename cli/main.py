@@ -52,6 +52,11 @@ def split_options(argv):
     while i < len(argv):
         arg = argv[i]
         name, eq, value = arg.partition("=")
+        if arg == "--no-input":
+            options["no_input"] = True
+            words.append(arg)
+            i += 1
+            continue
         if name not in _VALUED:
             break
         if not eq:
@@ -101,7 +106,7 @@ def default_format(options, config):
 def _ensure_std_fds():
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
-    for fd in (0, 1, 2):
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
         except OSError:
@@ -109,6 +114,9 @@ def _ensure_std_fds():
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+            if getattr(sys, name) is None:  # Python saw it closed at start
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w",
+                                        encoding="utf-8", closefd=False))
 
 
 def main(argv=None):
@@ -139,8 +147,9 @@ def main(argv=None):
         return exitcodes.CANCELLED
 
 
-def run_named(name, args, options, words):
-    """``acor <name> args``: find the tool and run it."""
+def run_named(name, args, options, words, with_result=False):
+    """``acor <name> args``: find the tool and run it; its exit code (and,
+    ``with_result``, the :class:`cli.result.RunResult`)."""
     from .config import ConfigError
     from .discover import load_registry
     try:
@@ -168,4 +177,8 @@ def run_named(name, args, options, words):
         _current_cancel = None
         cancel.close()
     sink.close()
-    return result.exit_code
+    if fmt == "rich" and result.state == "input_needed" and \
+            not options.get("no_input") and not with_result:
+        from .ask import ask_and_rerun
+        return ask_and_rerun(result, name, options, words)
+    return (result.exit_code, result) if with_result else result.exit_code
