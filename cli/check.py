@@ -21,11 +21,6 @@ from acor import exitcodes
 from .conformance import (Violation, expectation_violations,
                           manifest_violations, stream_violations)
 
-FREE_ARGV = {"type": "object", "properties": {
-    "argv": {"type": "array", "items": {"type": "string"}}},
-    "additionalProperties": False}
-
-
 class Target:
     """The tool to check: its manifest, and what discovery made of it."""
 
@@ -108,16 +103,14 @@ def read_manifest(path: str) -> tuple[object, Violation | None]:
                                f"json.tool {path}` shows where).")
 
 
-def example_argv(manifest: dict, example: dict) -> list[str]:
-    """The argv an example stands for; its values were validated with
-    the manifest already."""
+def example_argv(spec, example: dict) -> list[str]:
+    """The argv an example stands for: a list as it is, an object turned
+    into one as `acor call` does (raises its UsageError)."""
     args = example["args"]
     if isinstance(args, list):
         return list(args)
-    if "args" not in manifest:
-        return list(args.get("argv", []))
-    from acor.args import to_argv
-    return to_argv(manifest["args"], args)
+    from .call_cmd import call_argv
+    return call_argv(spec, args)
 
 
 def check(target: Target) -> dict:
@@ -152,8 +145,17 @@ def check(target: Target) -> dict:
         report["warnings"].append(
             "the manifest has no examples, so no run was checked: add "
             '"examples": [{"args": [...], "exit_code": 0}]')
+    from .errors import UsageError
     for index, example in enumerate(examples):
-        outcome, problems = run_example(target, data, example, index)
+        try:
+            argv = example_argv(target.spec, example)
+        except UsageError as exc:
+            found.append(Violation(f"manifest.examples[{index}].args",
+                                   exc.details or exc.reason,
+                                   "Fix the example's values to fit "
+                                   "\"args\" (or fix \"args\")."))
+            continue
+        outcome, problems = run_example(target, argv, example, index)
         report["examples"].append(outcome)
         found += problems
     report["violations"] = [v.to_dict() for v in found]
@@ -181,10 +183,9 @@ class _Recorder:
         self.late_events.append(event)
 
 
-def run_example(target: Target, manifest: dict, example: dict,
+def run_example(target: Target, argv: list[str], example: dict,
                 index: int) -> tuple[dict, list[Violation]]:
     from .runner import run  # the launcher proper: only once it runs
-    argv = example_argv(manifest, example)
     where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
     recorder = _Recorder()
     result = run(target.spec, argv, registry=target.registry,
@@ -220,8 +221,10 @@ def format_report(report: dict) -> str:
                      f"    fix:     {v['fix']}")
     count = len(report["violations"])
     lines.append("")
-    lines.append(f"{report['tool']} conforms ({len(report['examples'])} "
-                 "example(s) run)." if report["conforms"] else
+    runs = len(report["examples"])
+    lines.append((f"{report['tool']} conforms ({runs} example(s) run)."
+                  if runs else f"{report['tool']}'s manifest conforms; no "
+                  "example was run.") if report["conforms"] else
                  f"{report['tool']} does not conform: {count} problem"
                  f"{'s' if count != 1 else ''}.")
     return "\n".join(lines)

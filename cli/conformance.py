@@ -69,7 +69,7 @@ def manifest_violations(data: object) -> list[Violation]:
             seen.add((violation.where, violation.problem))
             found.append(violation)
     if not found and isinstance(data, dict) and "args" in data:
-        found += args_violations(data["args"], data.get("examples", []))
+        found += args_violations(data["args"])
     return found
 
 
@@ -155,11 +155,11 @@ def _json_type(value) -> str:
     return {list: "a list", dict: "an object"}.get(type(value), "null")
 
 
-def args_violations(schema: dict, examples: list) -> list[Violation]:
-    """Values the JSON Schema cannot check against ``args``: defaults, and
-    the examples' values (with :func:`acor.args.validate`, as `acor call`
-    checks a call). The shape of ``args`` itself (positions, flags) is
-    discovery's to check: a manifest it skips is reported with its reason."""
+def args_violations(schema: dict) -> list[Violation]:
+    """Defaults that do not fit their own property (the JSON Schema cannot
+    say so). The shape of ``args`` (positions, flags) is discovery's to
+    check: a manifest it skips is reported with its reason; the examples'
+    values are checked as `acor call` checks a call, when they run."""
     from .argschema import check_args_schema
     if check_args_schema(schema) is not None:
         return []
@@ -172,12 +172,6 @@ def args_violations(schema: dict, examples: list) -> list[Violation]:
                 found.append(Violation(f"manifest.args.properties.{name}."
                              "default", message, "Make the default a "
                              "value the property accepts."))
-    for index, example in enumerate(examples):
-        if isinstance(example.get("args"), dict):
-            for message in args.validate(schema, example["args"]):
-                found.append(Violation(f"manifest.examples[{index}].args",
-                             message, "Fix the example's values to fit "
-                             "\"args\" (or fix \"args\")."))
     return found
 
 

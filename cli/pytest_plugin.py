@@ -50,19 +50,14 @@ def _tool(name, cwd):
 def _argv_from_values(spec, values):
     """The argv for ``values``, as `acor call` builds it; every violation
     of the tool's args schema fails the test, all of them listed."""
-    from acor import args as schemas
-    schema = spec.args_schema
-    if schema is None:  # free argv: {"argv": [...]}
-        from .check import FREE_ARGV
-        schema = FREE_ARGV
-    problems = schemas.validate(schema, values)
-    if problems:
-        pytest.fail(f"acor_run: args do not fit {spec.name}'s schema "
-                    f"({spec.manifest_path}):\n  " + "\n  ".join(problems),
+    from .call_cmd import call_argv
+    from .errors import UsageError
+    try:
+        return call_argv(spec, values)
+    except UsageError as exc:
+        pytest.fail(f"acor_run: {exc.reason} ({spec.manifest_path}):\n  "
+                    + (exc.details or "").replace("\n", "\n  "),
                     pytrace=False)
-    if schema is FREE_ARGV:
-        return list(values.get("argv", []))
-    return schemas.to_argv(schema, values)
 
 
 @pytest.fixture

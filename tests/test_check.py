@@ -367,3 +367,10 @@ def test_a_tool_that_does_not_exit_after_its_ending_is_caught():
     assert [v.problem for v in violations] == [
         "the tool did not exit after its ending and was stopped "
         "(E_TIMEOUT)"]
+
+
+def test_the_bash_tool_conforms(checked):
+    # acor.sh and the tool speak the protocol as the library does.
+    code, report = checked(str(REPO / "tools" / "wc-sh"))
+    assert (code, report["violations"]) == (0, [])
+    assert [e["exit_code"] for e in report["examples"]] == [0, 1, 2]

@@ -113,8 +113,8 @@ def test_args_are_validated_and_converted_as_acor_call_does(pytester, tools):
     """)
     result = pytester.runpytest()
     result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*args do not fit*", "*word*", "*times*",
-                                 "*colour*"])
+    result.stdout.fnmatch_lines(["*Invalid arguments for 'echoargs'*",
+                                 "*word*", "*times*", "*colour*"])
 
 
 def test_an_unknown_tool_is_a_result_not_an_exception(pytester, tools):

@@ -119,3 +119,43 @@ def test_a_new_tool_goes_to_the_configured_tools_dir(in_project):
     assert code == 0
     assert (in_project / "plugins" / "wc" / "manifest.json").is_file()
     assert "is not one of" not in output
+
+
+def _call_is_wired():
+    from acor.cli.commands import cli
+    return "call" in cli.commands
+
+
+def test_a_new_tool_passes_check_and_its_own_tests_unedited(in_project,
+                                                           monkeypatch):
+    from acor.cli.check import check_command
+    monkeypatch.setenv("ACOR_CACHE_DIR", str(in_project / ".cache"))
+    assert new("wc")[0] == 0
+    result = CliRunner().invoke(check_command, ["wc"], standalone_mode=False)
+    assert result.return_value == 0, result.output
+    assert "wc conforms (3 example(s) run)." in result.output
+    env = base_env(in_project)
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p",
+                           "no:cacheprovider", "tools/wc"], cwd=in_project,
+                          env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "4 passed" in proc.stdout
+
+
+@pytest.mark.skipif(not _call_is_wired(), reason="`acor call` is not a "
+                    "command yet")
+def test_a_call_that_does_not_fit_the_schema_runs_nothing(in_project):
+    assert new("wc")[0] == 0
+    proc = subprocess.run([sys.executable, "-m", "acor", "--format", "json",
+                           "call", "wc", '{"path": 3}'], cwd=in_project,
+                          env=base_env(in_project), capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    error = next(e for e in events if e["type"] == "error")
+    assert error["code"] == "E_USAGE"
+    assert "path" in error["title"] + (error["details"] or "")
+    # Nothing ran: the tool's own Ready never came.
+    assert {"type": "status", "state": "ready"} not in [
+        {k: e.get(k) for k in ("type", "state")} for e in events]
