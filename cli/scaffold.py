@@ -88,11 +88,17 @@ def _manifest(name: str) -> dict:
 _CLI = '''\
 """{name}: count the lines, words and bytes of a text file.
 
-Made by `acor new {name}`: a working ACOR tool to turn into your own. Its
-arguments are declared once, in manifest.json ("args"): acor validates a
-call against them (`acor call {name} '{{"path": "sample.txt"}}'`), `acor
-show {name}` prints the usage, and tool.parse_args() parses the command
-line with them. "examples" there are what `acor check {name}` runs.
+Made by `acor new {name}`: a working ACOR tool to turn into your own.
+
+Its arguments are declared once, in manifest.json ("args"): from them acor
+checks a call before running it and shows the usage, and tool.parse_args()
+parses the command line. The manifest's "examples" are what `acor check`
+runs and checks:
+
+    acor {name} sample.txt
+    acor call {name} '{{"path": "sample.txt"}}'
+    acor show {name}
+    acor check {name}
 """
 
 import os
@@ -274,12 +280,14 @@ def new_command(name: str, directory: str | None, wrap: str | None) -> int:
         click.echo(f"Created {_shown(target)}/: manifest.json (name, args, "
                    "examples), cli.py, sample.txt and "
                    f"test_{name.replace('-', '_')}.py.")
-    if tools_dir not in config.tools_dirs:
+    found = tools_dir in config.tools_dirs
+    if not found:
         click.echo(f"warning: {_shown(tools_dir)} is not one of this "
                    "project's tools dirs, so `acor " + name + "` will not "
                    "find it: add it to tools_dirs in .acor/config.yaml.")
     click.echo("Next:")
-    click.echo(f"  acor check {name if tools_dir in config.tools_dirs else shlex.quote(_shown(target))}")
+    click.echo("  acor check " + (name if found else
+                                  shlex.quote(_shown(target))))
     if not argv:
         click.echo(f"  pytest {shlex.quote(_shown(target))}")
     return exitcodes.OK

@@ -2,8 +2,6 @@
 command run on tools that break them (each caught, with its fix)."""
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -269,8 +267,8 @@ def test_a_tool_without_a_final_status_is_caught(project, checked):
     assert "tool.stop()" in report["violations"][0]["fix"]
 
 
-def test_an_exit_code_that_disagrees_with_the_ending_is_caught(project,
-                                                              checked):
+def test_a_tool_whose_exit_code_disagrees_with_its_ending(project,
+                                                          checked):
     project.add_tool("liar", """\
         import sys
         from acor import AcorTool

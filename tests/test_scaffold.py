@@ -9,7 +9,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from acor.cli import conformance, scaffold
+from acor.cli import conformance
 from acor.cli.scaffold import name_problem, new_command, tool_files
 
 from conftest import base_env

@@ -5,7 +5,6 @@ import base64
 import hashlib
 import importlib
 import json
-import os
 import subprocess
 import sys
 import uuid
