@@ -26,6 +26,13 @@ with AcorTool() as tool:
 """
 
 
+def _pytest_in(pytester, *args):
+    """An inline pytest session without the plugins it does not need
+    (hypothesis and xdist cost half a second a session)."""
+    return pytester.runpytest("-p", "no:xdist", "-p", "no:hypothesispytest",
+                              "-p", "no:cacheprovider", *args)
+
+
 @pytest.fixture
 def tools(pytester, monkeypatch, tmp_path):
     """A project in pytester's directory with the tool `echoargs`."""
@@ -46,7 +53,7 @@ def tools(pytester, monkeypatch, tmp_path):
 
 
 def test_the_plugin_is_registered(pytester):
-    result = pytester.runpytest("--fixtures")
+    result = _pytest_in(pytester, "--fixtures")
     result.stdout.fnmatch_lines(["acor_run*", "*Run a tool through acor*"])
 
 
@@ -72,7 +79,7 @@ def test_argv_and_args_together_are_a_type_error(pytester):
             with pytest.raises(TypeError, match="not both"):
                 acor_run("echoargs", "x", args={"word": "x"})
     """)
-    pytester.runpytest().assert_outcomes(passed=1)
+    _pytest_in(pytester, ).assert_outcomes(passed=1)
 
 
 def test_a_run_gives_the_whole_result(pytester, tools):
@@ -95,7 +102,7 @@ def test_a_run_gives_the_whole_result(pytester, tools):
             assert (result.exit_code, result.state) == (1, "failed")
             assert [e.code for e in result.errors] == ["E_ASKED"]
     """)
-    pytester.runpytest().assert_outcomes(passed=2)
+    _pytest_in(pytester, ).assert_outcomes(passed=2)
 
 
 def test_args_are_validated_and_converted_as_acor_call_does(pytester, tools):
@@ -111,7 +118,7 @@ def test_args_are_validated_and_converted_as_acor_call_does(pytester, tools):
         def test_every_violation_fails_the_test(acor_run):
             acor_run("echoargs", args={"times": 0, "colour": "red"})
     """)
-    result = pytester.runpytest()
+    result = _pytest_in(pytester, )
     result.assert_outcomes(passed=2, failed=1)
     result.stdout.fnmatch_lines(["*Invalid arguments for 'echoargs'*",
                                  "*word*", "*times*", "*colour*"])
@@ -124,4 +131,4 @@ def test_an_unknown_tool_is_a_result_not_an_exception(pytester, tools):
             assert result.exit_code == 2
             assert result.errors[0].code == "E_UNKNOWN_TOOL"
     """)
-    pytester.runpytest().assert_outcomes(passed=1)
+    _pytest_in(pytester, ).assert_outcomes(passed=1)

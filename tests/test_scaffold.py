@@ -136,7 +136,8 @@ def test_a_new_tool_passes_check_and_its_own_tests_unedited(in_project,
     assert "wc conforms (3 example(s) run)." in result.output
     env = base_env(in_project)
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p",
-                           "no:cacheprovider", "tools/wc"], cwd=in_project,
+                           "no:cacheprovider", "-p", "no:xdist", "-p",
+                           "no:hypothesispytest", "tools/wc"], cwd=in_project,
                           env=env, capture_output=True, text=True,
                           timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
