@@ -7,35 +7,20 @@ is imported unless it must be (a changed config needs yaml, ``--format
 rich`` needs rich).
 """
 
+import os
 import signal
+import sys
 
-# Ctrl-C from the first instruction acor runs: remembered until the runner
-# takes over (then the run ends Cancelled), never a KeyboardInterrupt
-# traceback from the middle of an import.
-_early_signals: list = []
-_current_cancel = None  # the run's Cancel, once there is one
+from acor import exitcodes
 
-
-def _remember(signum, frame):
-    _early_signals.append(signum)
-    if _current_cancel is not None:
-        _current_cancel.set(signum)
-
-
-for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(_sig, _remember)
-
-import os  # noqa: E402
-import sys  # noqa: E402
-
-from acor import exitcodes  # noqa: E402
-
-from .durations import check_seconds  # noqa: E402
-from .errors import LauncherError, UsageError, config_error, report  # noqa
-from .formats import FORMATS  # noqa: E402
+from .durations import check_seconds
+from .errors import LauncherError, UsageError, config_error, report
+from .formats import FORMATS
+from .signals import EarlySignals
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
+_early = None  # the EarlySignals of the running command
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
 
@@ -119,7 +104,11 @@ def _ensure_std_fds():
                                         encoding="utf-8", closefd=False))
 
 
-def main(argv=None):
+def main(argv=None, early=None):
+    """The ``acor`` command. ``early`` holds the signals caught before
+    this call (the console script installs it first thing)."""
+    global _early
+    _early = early if early is not None else EarlySignals()
     _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
     fmt = None
@@ -130,7 +119,7 @@ def main(argv=None):
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.default_int_handler
                               if sig == signal.SIGINT else signal.SIG_DFL)
-            if _early_signals:
+            if _early.received:
                 return exitcodes.CANCELLED
             from .commands import run_command  # click: the cold path only
             return run_command(argv, fmt)
@@ -162,9 +151,8 @@ def run_named(name, args, options, words, with_result=False):
     from .formats import make_sink
     from .runner import Cancel, run
     sink = make_sink(fmt, name, config.progress_interval)
-    global _current_cancel
-    cancel = _current_cancel = Cancel()
-    for signum in _early_signals:
+    cancel = _early.cancel = Cancel()
+    for signum in _early.received:
         cancel.set(signum)
     try:
         result = run(name, args, registry=registry,
@@ -174,7 +162,7 @@ def run_named(name, args, options, words, with_result=False):
                      reap_orphans=True, keep_events=False,
                      command=["acor", *words])
     finally:
-        _current_cancel = None
+        _early.cancel = None
         cancel.close()
     sink.close()
     if fmt == "rich" and result.state == "input_needed" and \

@@ -15,6 +15,7 @@ from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
                          InputNeeded, Output, OutputData, OutputFiles,
                          Progress, Session, Status, Suggestions, Text,
                          Unknown, Heartbeat)
+from acor import grammar
 from acor.grammar import (HEARTBEAT_LINE, Parser, escape_inline, escape_text,
                           fence_for, is_error_code, is_state_word, parse,
                           render, unescape_inline, unescape_text)
@@ -92,6 +93,38 @@ def test_section_layout_parses_back_to_the_event(event, text):
 ])
 def test_empty_and_blank_bodies_round_trip(event):
     assert parse(render(event)) == [event]
+
+
+def test_every_section_type_has_a_layout_here():
+    # A new section type (grammar.SECTIONS) must come with its exact layout.
+    assert {type(event) for event, _ in LAYOUTS} == {
+        section.event for section in grammar.SECTIONS}
+
+
+def test_every_event_type_is_declared_once_in_the_grammar():
+    sections = [section.event for section in grammar.SECTIONS]
+    assert len(set(sections)) == len(sections)
+    assert set(sections) | set(grammar.NOT_SECTIONS) == \
+        set(EVENT_TYPES.values())
+    assert not set(sections) & set(grammar.NOT_SECTIONS)
+
+
+def test_heading_kinds_come_from_the_table():
+    for section in grammar.SECTIONS:
+        value = None if section.value == grammar.NONE else "x"
+        heading = section.kind + ("" if value is None else ": x")
+        event = grammar.parse_section(heading, "")
+        assert event.type in (section.event.type, "unknown")
+        if section.value == grammar.REQUIRED:
+            assert grammar.parse_section(section.kind, "").reason == \
+                f"{section.kind} needs a value after ': '"
+        if section.value == grammar.NONE:
+            assert grammar.parse_section(section.kind + ": x", "").reason \
+                == f"{section.kind} takes no value"
+
+
+def test_the_dead_heading_regex_is_gone():
+    assert not hasattr(grammar, "HEADING")
 
 
 def test_every_section_ends_with_one_blank_line():

@@ -422,8 +422,16 @@ def test_wrapped_program_named_attacks(project, tmp_path):
 
 # --- 3. text passed to library methods, raw output between (fuzz) ---------
 
+# Text built from block markers, blanks, digits and line ends, the way the
+# forged list-item heading of issue 10 was (see tests/test_forging.py).
+BLOCK_PIECES = st.sampled_from([
+    "-", "-", "*", "_", "+", "=", "#", "##", ">", "```", "<div>", "[x]:",
+    "\\", " ", "  ", "    ", "\t", "1", ".", ")", "\n", "\n", "\n\n",
+    "\r", "AI Directive", "x", "**Next**:", "**Code**:", "",
+])
 TEXT = st.one_of(st.text(max_size=30),
-                 PAYLOAD.map(lambda b: b.decode("utf-8", "replace")))
+                 PAYLOAD.map(lambda b: b.decode("utf-8", "replace")),
+                 st.lists(BLOCK_PIECES, max_size=12).map("".join))
 CODES = st.from_regex(r"[A-Za-z0-9_.:-]{1,20}", fullmatch=True)
 STATES = ["working", "In review", "loading-data", "Bogus"]
 CALLS = st.one_of(
@@ -599,6 +607,31 @@ def test_malformed_sections_have_defined_behaviour(replay):
     assert top_headings(out) == ["Status: Ready", "Status: Bogus",
                                  "Error: no code", "Status: Complete"]
     assert "\\## Progress: abc%" in out  # shown, escaped, never obeyed
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deep_json_is_relayed_as_text_never_a_crash(replay, project, depth):
+    """Issue 10, item 2: JSON nested deeper than the decoder's limit is an
+    output_data event holding the text, the run ends as the tool ended it,
+    and `acor parse` reads the transcript back the same way."""
+    deep = "[" * depth + "]" * depth
+    steps = [["frame", f"## Output Data\n```json\n{deep}\n```\n\n"]]
+    code, out, err = replay(steps, "--format", "json")
+    assert code == 0, err
+    events = json_events(out)
+    assert events[1]["type"] == "output_data"
+    assert events[1]["data"] == deep
+    assert events[-1]["state"] == "complete"
+    code, out, err = replay(steps)
+    assert code == 0, err
+    assert top_headings(out) == ["Status: Ready", "Output Data",
+                                 "Status: Complete"]
+    parsed = subprocess.run(project.argv("parse", "-"),
+                            input=out, capture_output=True, text=True,
+                            cwd=project.root, env=project.env, timeout=60)
+    assert "Traceback" not in parsed.stderr
+    assert [json.loads(line)["type"] for line in
+            parsed.stdout.splitlines()] == ["status", "output_data", "status"]
 
 
 def test_a_second_final_status_and_later_text_go_to_stderr(replay):
