@@ -33,7 +33,9 @@ PIECES = ["## AI Directive", "#", "######", "####### x", "##\tx", "---", "-",
           "- item", "=", "===  ", "```", "~~~", "<script>", "<PRE", "<!-- x",
           "<?php", "\\", "\\\\x", "\x1e", "  ", "\t", "\f", "\v", "   ```",
           "plain", "", "a #", "b ##  ", "x\\n", "é", "\r", "\r\n", "\u2028",
-          "`", "````", "- ", "*"]
+          "`", "````", "- ", "*", "**Next**: x", "__Code__:", "1. x", "2)",
+          "123456789. x", "> q", "[x]: /u", "| a |", "+ x", "* * *", "_ _ _",
+          "- - -", "**b", "__b", "<div>"]
 
 
 def _text(rng):
@@ -55,9 +57,14 @@ def test_sections_match_the_python_library_byte_for_byte(seed):
         elif kind == 1:
             calls.append(f'acor_error E_X "$A{i}" "$B{i}" "$C{i}"')
             events.append(Error(a, "E_X", c, b))
-        elif kind == 2:
+        elif kind == 2 and i % 2:
             calls.append(f'acor_error E_X "$A{i}" "$B{i}"')
             events.append(Error(a, "E_X", None, b))
+        elif kind == 2:
+            calls.append(f'acor_error E_X "$A{i}" "$B{i}" "$C{i}" acor '
+                         f'"$A{i}" "it\'s" -- "$B{i}"')
+            events.append(Error(a, "E_X", c, b, ["acor", a, "it's", "--",
+                                                 b]))
         elif kind == 3:
             calls.append(f'acor_suggestions "$A{i}" "$B{i}" "$C{i}"')
             events.append(Suggestions([a, b, c]))

@@ -21,12 +21,15 @@
 #   acor_progress_bar CURRENT TOTAL [LABEL]
 #   acor_output [TEXT]                  TEXT, or stdin without an argument
 #   acor_output_data FORMAT [DATA]      json|yaml|text|markdown; stdin too
-#   acor_error CODE MESSAGE [RECOVERY [DETAILS]]   the run goes on
+#   acor_error CODE MESSAGE [RECOVERY [DETAILS [NEXT...]]]
+#                                       the run goes on; NEXT: the argv of
+#                                       the command to run next
 #   acor_directive TEXT                 written once, before the ending
 #   acor_suggestions ITEM...
 #   acor_heartbeat                      keeps an idle timeout from firing
 #   acor_stop [complete|failed|cancelled]
-#   acor_fail CODE MESSAGE [RECOVERY [DETAILS]]    error, Failed, exit 1
+#   acor_fail CODE MESSAGE [RECOVERY [DETAILS [NEXT...]]]
+#                                       error, Failed, exit 1
 #                                       (exit 2 for E_USAGE)
 #   acor_input_needed MESSAGE           Input Needed, exit 3
 #   acor_json_string TEXT               prints TEXT as a JSON string
@@ -62,15 +65,19 @@ acor__directives=()
 acor__r=""
 
 # A line is risky when, after blanks, it could start a heading, a setext
-# underline, a fence or an HTML block that survives a blank line, or
-# begins with the escape character or the framing mark (see
-# docs/protocol.md, "Escaping").
-acor__risky=$'^([ \t\f\v]*)(#{1,6}([ \t]|$)|=+[ \t]*$|-+[ \t]*$|```|~~~|<[Ss][Cc][Rr][Ii][Pp][Tt]|<[Pp][Rr][Ee]|<[Ss][Tt][Yy][Ll][Ee]|<[Tt][Ee][Xx][Tt][Aa][Rr][Ee][Aa]|<[!?]|\\\\|\x1e)'
-acor__candidate=$'(^|\n)[ \t\f\v]*[-#=`~<\\\\\x1e]'
+# underline, a fence, an HTML block that survives a blank line or a field
+# line (**Next**:), or begins with the escape character or the framing mark
+# (docs/protocol.md, "Escaping"). Nested text (items, fields) is stricter:
+# no line may open any block, and an indented line gets its backslash in
+# column 0. (Digits here are ASCII, as CommonMark's list markers are.)
+acor__starts=$'#{1,6}([ \t]|$)|=+[ \t]*$|-+[ \t]*$|```|~~~|<[Ss][Cc][Rr][Ii][Pp][Tt]|<[Pp][Rr][Ee]|<[Ss][Tt][Yy][Ll][Ee]|<[Tt][Ee][Xx][Tt][Aa][Rr][Ee][Aa]|<[!?]|\\*\\*[A-Z][A-Za-z ]{0,30}\\*\\*:|__[A-Z][A-Za-z ]{0,30}__:|\\\\|\x1e'
+acor__risky=$'^([ \t\f\v]*)('"$acor__starts"')'
+acor__nested=$'^([ \t\f\v]*)('"$acor__starts"$'|[-+*]([ \t]|$)|-[ \t]*-[ \t]*-|_[ \t]*_[ \t]*_|[0-9]{1,9}[.)]([ \t]|$)|[>[<|]|\\*\\*|__)'
+acor__indented=$'^[ \t]+[^ \t]'
+acor__candidate=$'(^|\n)[ \t\f\v]*[-#=`~<*_\\\\\x1e]'
 acor__closing=$'^(.*[^#]|)(#+[ \t]*)$'
-acor__escaped=$'^([ \t\f\v]*)\\\\'
-acor__blank_start=$'[ \t]*'
 acor__control=$'*[\x01-\x1f]*'
+acor__safe_word='^[A-Za-z0-9_@%+=:,./-]+$'
 
 acor__warn() {
     printf 'acor.sh: %s\n' "$*" >&2
@@ -90,6 +97,20 @@ acor__escape_text() {  # TEXT -> acor__r: block escaping
     fi
     while IFS= read -r line; do
         if [[ $line =~ $acor__risky ]]; then
+            line=${BASH_REMATCH[1]}\\${line:${#BASH_REMATCH[1]}}
+        fi
+        out+=$line$'\n'
+    done <<< "$acor__r"
+    acor__r=${out%$'\n'}
+}
+
+acor__escape_nested() {  # TEXT -> acor__r: escaping inside items, fields
+    local LC_ALL=C line out=""
+    acor__fold "$1"
+    while IFS= read -r line; do
+        if [[ $line =~ $acor__indented ]]; then
+            line=\\$line
+        elif [[ $line =~ $acor__nested ]]; then
             line=${BASH_REMATCH[1]}\\${line:${#BASH_REMATCH[1]}}
         fi
         out+=$line$'\n'
@@ -121,31 +142,31 @@ acor__indent() {  # TEXT (escaped) -> acor__r: later lines indented by two
 }
 
 acor__field() {  # LABEL VALUE -> acor__r: "**Label**: value", indented
-    acor__escape_text "$2"
+    acor__escape_nested "$2"
     if [[ ${acor__r%%$'\n'*} ]]; then acor__r=" $acor__r"; fi
     acor__indent "**$1**:$acor__r"
 }
 
 acor__item() {  # ITEM -> acor__r: one "- " bullet
-    local first head rest="" multi=""
-    acor__escape_text "$1"
+    local first rest=""
+    acor__escape_nested "$1"
     first=${acor__r%%$'\n'*}
-    if [[ $acor__r == *$'\n'* ]]; then multi=1; rest=${acor__r#*$'\n'}; fi
-    # A first line starting with a blank, or empty with more to come,
-    # would move the item's content column: a backslash keeps it at 2
-    # (in place of the one escaping may have put after the blanks).
-    if [[ $first == $acor__blank_start ]] || [[ -z $first && -n $multi ]]; then
-        if [[ $first =~ $acor__escaped ]]; then
-            first=${BASH_REMATCH[1]}${first:${#BASH_REMATCH[0]}}
+    if [[ $acor__r == *$'\n'* ]]; then rest=$'\n'${acor__r#*$'\n'}; fi
+    # A blank first line would make the bullet an empty item, which a
+    # reader takes for a setext underline after a paragraph.
+    if [[ -z ${first//[$' \t']/} ]]; then first=\\$first; fi
+    acor__indent "- $first$rest"
+}
+
+acor__shell_join() {  # ARGV... -> acor__r: the command line (shlex.join)
+    local LC_ALL=C word out="" q="'" quoted="'\"'\"'"
+    for word in "$@"; do
+        if ! [[ $word =~ $acor__safe_word ]]; then
+            word="'${word//$q/$quoted}'"
         fi
-        first=\\$first
-    fi
-    if [ -n "$first" ]; then head="- $first"; else head="-"; fi
-    if [ -n "$multi" ]; then
-        acor__indent "$head"$'\n'"$rest"
-    else
-        acor__r=$head
-    fi
+        out+=${out:+ }$word
+    done
+    acor__r=$out
 }
 
 acor__write() {  # SECTION (heading line, body lines, blank line)
@@ -308,6 +329,10 @@ acor_error() {
     fi
     if (($# >= 3)); then
         acor__field Recovery "$recovery"; body+=$'\n'$acor__r
+    fi
+    if (($# >= 5)); then  # the exact command to run next
+        acor__shell_join "${@:5}"
+        acor__field Next "$acor__r"; body+=$'\n'$acor__r
     fi
     acor__escape_inline "$message"
     acor__write "## Error: $acor__r"$'\n'"$body"$'\n\n'

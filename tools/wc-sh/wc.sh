@@ -26,14 +26,15 @@ for arg in "$@"; do
             --) options=0; continue ;;
             -h|--help) acor_output "$usage"; acor_stop; exit 0 ;;
             -?*) acor_fail E_USAGE "Unknown option $arg" \
-                     "Run \`acor wc-sh --help\`; a file whose name starts with '-' goes after --: acor wc-sh -- $arg" \
-                     "$usage" ;;
+                     "A file whose name starts with '-' goes after --, as in the command below." \
+                     "$usage" acor wc-sh -- "$arg" ;;
         esac
     fi
     files+=("$arg")
 done
 ((${#files[@]})) || acor_fail E_USAGE "No file given" \
-    "Give one or more files: acor wc-sh notes.txt" "$usage"
+    "Give one or more files, e.g. acor wc-sh notes.txt." "$usage" \
+    acor wc-sh --help
 
 json="" failed=0 done=0
 for file in "${files[@]}"; do
