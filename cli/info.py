@@ -38,7 +38,7 @@ def wants_json(ctx, as_json: bool) -> bool:
 
 
 def echo_json(data) -> None:
-    from .formats import dumps
+    from acor.jsonlines import dumps
     click.echo(dumps(data))
 
 
