@@ -16,11 +16,14 @@ from __future__ import annotations
 import os
 import sys
 import time
-from typing import Callable, Optional
 
 from acor import grammar
 from acor.events import Event
 from acor.jsonlines import SCHEMA_VERSION, dumps
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Callable, Optional
 
 # Events whose JSON holds nothing but strings (and the launcher's keys):
 # the bulk of a flood, and safe for a compiled encoder (see JsonSink).

@@ -23,7 +23,6 @@ import os
 import signal
 import sys
 import time
-from typing import Callable, Optional, Sequence
 
 from acor import exitcodes
 from acor.events import Error, Event, Status
@@ -31,12 +30,19 @@ from acor.events import Error, Event, Status
 from . import process
 from .errors import LauncherError, config_error, invalid_manifest, \
     unknown_tool
-from .loop import Cancel, Relay, Sink
+from .loop import Cancel, Relay
 from .result import Collector, RunResult
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Callable, Optional, Sequence
+
+    from .loop import Sink
+
+    EventCallback = Callable[[Event], None]
 
 __all__ = ["Cancel", "RunResult", "run"]
 
-EventCallback = Callable[[Event], None]
 # The bash helper of this acor, for tools written in bash (`. "$ACOR_SH"`).
 ACOR_SH = os.path.join(os.path.dirname(os.path.abspath(exitcodes.__file__)),
                        "share", "acor.sh")
