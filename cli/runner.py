@@ -43,6 +43,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Cancel", "RunResult", "run"]
 
+# The bash helper of this acor, for tools written in bash (`. "$ACOR_SH"`).
+ACOR_SH = os.path.join(os.path.dirname(os.path.abspath(exitcodes.__file__)),
+                       "share", "acor.sh")
 
 
 class _CallbackSink:
@@ -172,8 +175,10 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
                   reap_orphans)
     ending = relay.finish()
-    return collector.finish(ending.exit_code, ending.state,
-                            time.monotonic() - started, policy)
+    result = collector.finish(ending.exit_code, ending.state,
+                              time.monotonic() - started, policy)
+    result.tool_exit_code = proc.returncode
+    return result
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:
@@ -204,6 +209,7 @@ class _Policy:
 
     def environment(self, extra: Optional[dict], protocol_env: dict) -> dict:
         env = os.environ.copy()
+        env["ACOR_SH"] = ACOR_SH
         env.update(extra or {})
         if self.config is not None:
             env["ACOR_STATE_DIR"] = self.config.state_dir
