@@ -18,7 +18,9 @@ from .errors import LauncherError, UsageError, config_error, report
 from .formats import FORMATS
 from . import info
 from .call_cmd import call_command
+from .check import check_command
 from .mcp_server import mcp_command
+from .scaffold import new_command
 from .sessions_cmd import sessions
 
 
@@ -117,7 +119,7 @@ def parse(source):
 
 cli.add_command(sessions)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
-                 call_command, mcp_command):
+                 call_command, check_command, new_command, mcp_command):
     cli.add_command(_command)
 
 

@@ -58,6 +58,14 @@ def user_tools_dir() -> str:
     return os.path.join(base, "acor", "tools")
 
 
+def packages_searched() -> bool:
+    """Whether installed packages' tools are looked for: yes, unless
+    ``ACOR_NO_PACKAGE_TOOLS`` is set to something other than ``0`` (a
+    project that wants only its own tools; the tests, isolated from
+    whatever the venv holds)."""
+    return os.environ.get("ACOR_NO_PACKAGE_TOOLS", "") in ("", "0")
+
+
 def entry_point_dirs(problems: list[EntryPointProblem] | None = None
                      ) -> list[tuple[str, str]]:
     """``(directory, origin)`` for every ``acor.tools`` entry point whose

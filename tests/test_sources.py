@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import acor.cli.discover
 from acor.cli.sources import entry_point_dirs, search_paths, user_tools_dir
 
 from conftest import base_env
@@ -140,32 +139,33 @@ def test_search_paths_hold_the_install_location(tools_package):
     assert sysconfig.get_paths()["purelib"] in search_paths()
 
 
-def _discover_uses_sources():
-    source = Path(acor.cli.discover.__file__).read_text()
-    return "entry_point_dirs" in source
+def packages_on(tmp_path):
+    """The tests' environment, with installed packages' tools looked for."""
+    env = base_env(tmp_path)
+    env.pop("ACOR_NO_PACKAGE_TOOLS")
+    return env
 
 
-@pytest.mark.skipif(not _discover_uses_sources(),
-                    reason="acor.cli.discover does not read acor.tools "
-                    "entry points yet")
 def test_a_packaged_tool_runs_from_an_unrelated_directory(tools_package,
                                                           tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     proc = subprocess.run(
         [sys.executable, "-m", "acor", tools_package["tool"], "Ada"],
-        cwd=elsewhere, env=base_env(tmp_path), capture_output=True,
+        cwd=elsewhere, env=packages_on(tmp_path), capture_output=True,
         text=True, timeout=60)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Hello, Ada!" in proc.stdout
 
 
-@pytest.mark.skipif(not _discover_uses_sources(),
-                    reason="acor.cli.discover does not read acor.tools "
-                    "entry points yet")
 def test_the_bundled_wrappers_are_found_from_any_directory(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "acor", "list", "--json"],
+                          cwd=tmp_path, env=packages_on(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    tools = {tool["name"]: tool for tool in json.loads(proc.stdout)["tools"]}
+    assert tools["pytest"]["origin"].startswith("package acor ")
+    # Turned off, they are not: the tests rely on that for isolation.
     proc = subprocess.run([sys.executable, "-m", "acor", "list", "--json"],
                           cwd=tmp_path, env=base_env(tmp_path),
                           capture_output=True, text=True, timeout=60)
-    names = [tool["name"] for tool in json.loads(proc.stdout)["tools"]]
-    assert "pytest" in names
+    assert json.loads(proc.stdout)["tools"] == []
