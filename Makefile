@@ -48,8 +48,10 @@ test: $(STAMP)
 fuzz: $(STAMP)
 	ACOR_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests -k "property or fuzz" -p no:cacheprovider
 
-# Byte-compile first: an installed package ships .pyc files, and this
-# machine's PYTHONDONTWRITEBYTECODE would otherwise make every run compile.
+# Against the regular install above (bench/run.py refuses anything else);
+# BENCH_QUICK=1 make bench is a smoke test with fewer rounds, not numbers.
+# Byte-compile first: this machine's PYTHONDONTWRITEBYTECODE would otherwise
+# make every run compile the bench's own modules.
 bench: $(STAMP)
 	$(BIN)/python -m compileall -q tools bench >/dev/null
 	$(BIN)/python bench/run.py

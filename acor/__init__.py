@@ -3,34 +3,73 @@
     from acor import AcorTool
 
     with AcorTool() as tool:
+        args = tool.parse_args()        # the "args" schema of manifest.json
         tool.progress(50, "Halfway")
         tool.output({"rows": 1000})
 
-Names are loaded on first use (PEP 562), so ``import acor`` costs almost
-nothing and a tool pays only for what it touches.
+The public names are listed in ``__all__``. Each is loaded on first use
+(PEP 562), so ``import acor`` costs almost nothing and a tool pays only for
+what it touches: ``from acor import AcorTool`` loads the tool and no more.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-_EXPORTS = {
-    "AcorTool": "tool", "ToolState": "tool",
-    "AcorStateError": "errors",
-    "parse": "grammar", "render": "grammar", "Parser": "grammar",
-    "events": None, "grammar": None, "framing": None, "exitcodes": None,
+__all__ = [
+    "AcorError",
+    "AcorStateError",
+    "AcorTool",
+    "Parser",
+    "ToolState",
+    "__version__",
+    "args",
+    "events",
+    "exitcodes",
+    "framing",
+    "grammar",
+    "parse",
+    "render",
+]
+
+# Where each lazy name lives: (module, attribute or None for the module).
+_LAZY = {
+    "AcorTool": ("tool", "AcorTool"),
+    "ToolState": ("toolstate", "ToolState"),
+    "AcorError": ("errors", "AcorError"),
+    "AcorStateError": ("errors", "AcorStateError"),
+    "parse": ("grammar", "parse"),
+    "render": ("grammar", "render"),
+    "Parser": ("grammar", "Parser"),
+    "args": ("args", None),
+    "events": ("events", None),
+    "exitcodes": ("exitcodes", None),
+    "framing": ("framing", None),
+    "grammar": ("grammar", None),
 }
 
-__all__ = sorted(_EXPORTS)
+# Type checkers read the imports below; the interpreter never runs them
+# (``typing.TYPE_CHECKING`` would import typing, which costs more than acor).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from . import args, events, exitcodes, framing, grammar
+    from .errors import AcorError, AcorStateError
+    from .grammar import Parser, parse, render
+    from .tool import AcorTool
+    from .toolstate import ToolState
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'acor' has no attribute {name!r}")
-    import importlib
-    module = importlib.import_module("." + (_EXPORTS[name] or name), __name__)
-    value = module if _EXPORTS[name] is None else getattr(module, name)
+def __getattr__(name: str) -> object:
+    try:
+        module_name, attribute = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'acor' has no attribute {name!r}") \
+            from None
+    import sys  # built in; importlib would be a real import
+    __import__(f"{__name__}.{module_name}")
+    module = sys.modules[f"{__name__}.{module_name}"]
+    value = module if attribute is None else getattr(module, attribute)
     globals()[name] = value
     return value
 
 
-def __dir__():
-    return sorted(set(globals()) | set(_EXPORTS))
+def __dir__() -> "list[str]":
+    return sorted(set(globals()) | set(__all__))

@@ -1,5 +1,5 @@
 """``python -m acor``: the same as the ``acor`` command."""
 
-from acor.cli.main import main
+from acor.cli.entry import main
 
 raise SystemExit(main())

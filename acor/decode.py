@@ -169,26 +169,46 @@ class StreamDecoder:
         return events
 
     def _section_part(self, block, pos, events):
-        """Collect section text up to its end mark; returns the new pos."""
-        if block.startswith(self._end, pos):
-            end = pos
+        """Collect section text up to the next marked line; returns the new
+        pos. That line is the section's end mark, or, when the tool was cut
+        off in the middle of writing it (a signal during a large write),
+        the start of another frame: escaped text never starts with the mark,
+        so a marked line inside a section always means the section ended
+        early. The cut section is reported as cut, never merged."""
+        if block.startswith(self._mark, pos):
+            at = pos
         else:
-            end = block.find("\n" + self._end, pos)
-            end = -1 if end < 0 else end + 1
-        if end < 0:
+            at = block.find("\n" + self._mark, pos)
+            at = -1 if at < 0 else at + 1
+        if at < 0:
             self._collect(block[pos:] + "\n")
             return len(block) + 1
-        self._collect(block[pos:end])
-        events.append(self._finish())
-        eol = block.find("\n", end)
-        return len(block) + 1 if eol < 0 else eol + 1
+        self._collect(block[pos:at])
+        eol = block.find("\n", at)
+        eol = len(block) if eol < 0 else eol
+        if block[at:eol] == self._end:
+            events.append(self._finish())
+            return eol + 1
+        events.append(self._cut("the tool began another section before "
+                                "ending it"))
+        return at  # read that line again, as the frame it starts
 
     def close(self):
         if self._heading is None:
             return []
-        text = "## " + self._heading + "\n" + "".join(self._parts).rstrip("\n")
+        return [self._cut("the stream ended before the section did")]
+
+    def _cut(self, why):
+        """The section collected so far, as text with a note saying it was
+        cut short, how many bytes it had and why."""
+        body = "".join(self._parts).rstrip("\n")
+        size = len(body.encode("utf-8", "replace"))
+        if self._dropped is not None:
+            size += self._dropped[0]
+        text = (f"## {self._heading}\n{body}\n"
+                f"[acor: section cut short after {size} bytes: {why}]")
         self._reset()
-        return [Text(text)]
+        return Text(text)
 
     def _collect(self, text):
         if self._dropped is None and self._size + len(text) <= self._max:

@@ -11,33 +11,53 @@ has a ``type`` and a :meth:`Event.to_dict` whose keys are documented in
 
 These are plain classes with ``__slots__`` rather than dataclasses: importing
 :mod:`dataclasses` costs more than the rest of the library together.
+
+Adding an event type: a class here (its ``type`` and fields), how it is
+written in :mod:`acor.grammar` (``SECTIONS``, or ``NOT_SECTIONS`` if it is
+not a section), and its JSON form in ``acor/schemas/events.schema.json``.
+``docs/protocol.md`` ("Adding an event type") has the details.
 """
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
+    from typing import Any
 
 FINAL_STATES = frozenset({"complete", "failed", "cancelled"})
 
+EVENT_TYPES: dict[str, type[Event]] = {}
+"""Every event class by its ``type``, in the order they are declared."""
+
 
 class Event:
-    """Base class: equality, repr and ``to_dict`` from ``__slots__``."""
+    """Base class: equality, repr and ``to_dict`` from ``__slots__``. A
+    subclass that sets ``type`` is registered in :data:`EVENT_TYPES`."""
 
-    __slots__ = ()
+    __slots__: tuple[str, ...] = ()
     type = "event"
 
-    def to_dict(self):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "type" in cls.__dict__:
+            EVENT_TYPES[cls.type] = cls
+
+    def to_dict(self) -> dict[str, Any]:
         data = {"type": self.type}
         for name in self.__slots__:
             data[name] = getattr(self, name)
         return data
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return type(self) is type(other) and all(
             getattr(self, n) == getattr(other, n) for n in self.__slots__
         )
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
         return f"{type(self).__name__}({fields})"
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # mutable: unhashable
 
 
 class Status(Event):
@@ -46,12 +66,12 @@ class Status(Event):
     __slots__ = ("state", "message")
     type = "status"
 
-    def __init__(self, state, message=""):
+    def __init__(self, state: str, message: str = "") -> None:
         self.state = state
         self.message = message
 
     @property
-    def is_final(self):
+    def is_final(self) -> bool:
         return self.state in FINAL_STATES
 
 
@@ -61,7 +81,7 @@ class Progress(Event):
     __slots__ = ("percent", "message")
     type = "progress"
 
-    def __init__(self, percent, message=""):
+    def __init__(self, percent: float, message: str = "") -> None:
         self.percent = percent
         self.message = message
 
@@ -72,7 +92,7 @@ class Output(Event):
     __slots__ = ("text",)
     type = "output"
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.text = text
 
 
@@ -83,7 +103,7 @@ class OutputData(Event):
     __slots__ = ("format", "data")
     type = "output_data"
 
-    def __init__(self, format, data):
+    def __init__(self, format: str, data: Any) -> None:
         self.format = format
         self.data = data
 
@@ -96,7 +116,7 @@ class OutputFiles(Event):
     __slots__ = ("files",)
     type = "output_files"
 
-    def __init__(self, files):
+    def __init__(self, files: list[dict[str, Any]]) -> None:
         self.files = files
 
 
@@ -106,7 +126,9 @@ class Error(Event):
     __slots__ = ("title", "code", "details", "recovery", "next")
     type = "error"
 
-    def __init__(self, title, code, details=None, recovery=None, next=None):
+    def __init__(self, title: str, code: str, details: str | None = None,
+                 recovery: str | None = None,
+                 next: list[str] | None = None) -> None:
         self.title = title
         self.code = code
         self.details = details
@@ -120,7 +142,10 @@ class InputNeeded(Event):
     __slots__ = ("message", "fields", "audience", "next")
     type = "input_needed"
 
-    def __init__(self, message, fields=None, audience="agent", next=None):
+    def __init__(self, message: str,
+                 fields: dict[str, dict[str, Any]] | None = None,
+                 audience: str = "agent",
+                 next: list[str] | None = None) -> None:
         self.message = message
         self.fields = fields      # {name: flat JSON Schema property} or None
         self.audience = audience  # "agent", or "human": only a person answers
@@ -133,7 +158,7 @@ class AIDirective(Event):
     __slots__ = ("items",)
     type = "ai_directive"
 
-    def __init__(self, items):
+    def __init__(self, items: list[str]) -> None:
         self.items = items
 
 
@@ -143,7 +168,7 @@ class Suggestions(Event):
     __slots__ = ("title", "items")
     type = "suggestions"
 
-    def __init__(self, items, title=None):
+    def __init__(self, items: list[str], title: str | None = None) -> None:
         self.title = title
         self.items = items
 
@@ -154,7 +179,7 @@ class Session(Event):
     __slots__ = ("id",)
     type = "session"
 
-    def __init__(self, id):
+    def __init__(self, id: str) -> None:
         self.id = id
 
 
@@ -164,7 +189,7 @@ class Checkpoint(Event):
     __slots__ = ("id",)
     type = "checkpoint"
 
-    def __init__(self, id):
+    def __init__(self, id: str) -> None:
         self.id = id
 
 
@@ -174,7 +199,7 @@ class Text(Event):
     __slots__ = ("text",)
     type = "text"
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.text = text
 
 
@@ -193,15 +218,45 @@ class Unknown(Event):
     __slots__ = ("heading", "body", "reason")
     type = "unknown"
 
-    def __init__(self, heading, body, reason):
+    def __init__(self, heading: str, body: str, reason: str) -> None:
         self.heading = heading
         self.body = body
         self.reason = reason
 
 
-EVENT_TYPES = {
-    cls.type: cls
-    for cls in (Status, Progress, Output, OutputData, OutputFiles, Error,
-                InputNeeded, AIDirective, Suggestions, Session, Checkpoint,
-                Text, Heartbeat, Unknown)
-}
+
+class Stderr(Event):
+    """What the tool wrote to its stderr (JSON output only: in Markdown it
+    goes to acor's own stderr, never into the transcript)."""
+
+    __slots__ = ("text",)
+    type = "stderr"
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class Result(Event):
+    """The last JSON line of every run: how it ended, for programs (JSON
+    output only: a Markdown transcript ends with its final status, and the
+    exit code says the rest). ``state`` is complete, failed, cancelled,
+    input_needed or timeout; ``next`` an argv to run next, or None."""
+
+    __slots__ = ("exit_code", "state", "error_code", "duration_ms", "tool",
+                 "version", "argv", "session", "next")
+    type = "result"
+
+    def __init__(self, exit_code: int, state: str,
+                 error_code: str | None = None, duration_ms: int = 0,
+                 tool: str = "", version: str | None = None,
+                 argv: list[str] | None = None, session: str | None = None,
+                 next: list[str] | None = None) -> None:
+        self.exit_code = exit_code
+        self.state = state
+        self.error_code = error_code
+        self.duration_ms = duration_ms
+        self.tool = tool
+        self.version = version
+        self.argv = [] if argv is None else argv
+        self.session = session
+        self.next = next

@@ -12,10 +12,17 @@ One JSON file per tool and session, ``<state_dir>/<tool>/<session>.json``::
 
 ``seq`` only grows, so the newest checkpoint is the one with the highest
 seq; saving an existing checkpoint id again replaces it and makes it the
-newest. Only the last ``keep`` checkpoints are kept. Files are replaced
-atomically (a crash leaves the old file or the new one, never a torn one)
-and read-modify-write is serialised across processes with ``filelock``,
-which is imported only when something is saved or cleared.
+newest. Only the last ``keep`` checkpoints are kept, and only as many as fit
+in :data:`MAX_BYTES` (16 MiB). Files are replaced atomically (a crash leaves
+the old file or the new one, never a torn one) and read-modify-write is
+serialised across processes by an exclusive ``flock`` on
+``.<session>.lock`` (``filelock`` where there is no ``fcntl``).
+
+The state dir is the root: what is inside it is data a repository may have
+committed. Nothing inside it is followed if it is a symbolic link (a tool
+folder, a session file, a lock file), only regular files are read (a FIFO
+or device is refused without blocking), and at most ``MAX_BYTES`` of each;
+anything else is a :class:`CorruptSessionError` that names the file.
 """
 
 import collections
@@ -24,8 +31,14 @@ import os
 import re
 import time
 
+from ._safefs import Folder, Unsafe, size
+
 FORMAT = "acor-session/1"
 KEEP = 1000
+# A session file is read whole: this bounds the memory a resume or
+# `acor sessions` can take, whatever the file. A save drops the oldest
+# checkpoints to stay within it.
+MAX_BYTES = 16 << 20
 SavedCheckpoint = collections.namedtuple("SavedCheckpoint",
                                          "id state time seq")
 SessionSummary = collections.namedtuple(
@@ -40,15 +53,18 @@ _EXAMPLES = {"session id": "run-2024-06-01", "checkpoint id": "batch-0042",
 
 
 class CorruptSessionError(ValueError):
-    """A session file exists but is not one this module wrote. ``path`` is
-    the file; the message says why and how to fix it."""
+    """A session file (or the tool's folder, or a lock file) exists but is
+    not one this module wrote: not JSON, not a regular file, a symbolic
+    link, over :data:`MAX_BYTES`. ``path`` is the file; the message says
+    why and how to fix it."""
 
-    def __init__(self, path, tool, session, reason):
+    def __init__(self, path, tool, session, reason, what="file", fix=None):
         self.path = path
-        super().__init__(
-            f"Session file {path} is not a valid ACOR session file "
-            f"({reason}). Delete it, or run `acor sessions --clear {session} "
-            f"--tool {tool}`, then run the tool again.")
+        if fix is None:
+            fix = (f"Delete it, or run `acor sessions --clear {session} "
+                   f"--tool {tool}`, then run the tool again.")
+        super().__init__(f"Session {what} {path} is not a valid ACOR "
+                         f"session {what} ({reason}). {fix}")
 
 
 def _validate(value, what):
@@ -131,15 +147,6 @@ def _check_json(value, where="state", active=None):
     active.discard(id(value))
 
 
-def _fsync_dir(path):
-    if os.name == "posix":  # Windows cannot open a directory to fsync it
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 class SessionStore:
     """The sessions of one tool under ``state_dir``. Reads need no lock
     (files are replaced atomically); ``save`` and ``clear`` take one."""
@@ -156,17 +163,39 @@ class SessionStore:
         return os.path.join(self.folder,
                             validate_session_id(session_id) + ".json")
 
-    def _read(self, session_id):
-        """The parsed file, None if absent, else CorruptSessionError."""
-        path = self.path(session_id)
+    def _open_folder(self, create):
+        """The tool folder (:class:`acor._safefs.Folder`), None if there is
+        none. A folder that is a symbolic link (a repository can commit
+        one pointing anywhere) is a CorruptSessionError."""
         try:
-            with open(path, "rb") as f:
-                raw = f.read()
-        except FileNotFoundError:
+            return Folder.open(self.folder, 0o777 if create else None)
+        except Unsafe as exc:
+            raise CorruptSessionError(
+                self.folder, self.tool, None, exc.reason, what="folder",
+                fix="Remove it (acor did not make it), then run the tool "
+                "again.") from None
+
+    def _read(self, session_id, folder=None):
+        """The parsed file, None if absent, else CorruptSessionError. Only a
+        regular file is read (never a link, FIFO or device), and at most
+        :data:`MAX_BYTES` of it."""
+        path = self.path(session_id)
+        if folder is None:
+            folder = self._open_folder(create=False)
+            if folder is None:
+                return None
+            with folder:
+                return self._read(session_id, folder)
+        try:
+            raw = folder.read(session_id + ".json", MAX_BYTES)
+        except Unsafe as exc:
+            raise CorruptSessionError(path, self.tool, session_id,
+                                      exc.reason) from None
+        if raw is None:
             return None
         try:
             data = json.loads(raw)
-        except ValueError as exc:  # bad UTF-8 or JSON
+        except (ValueError, RecursionError) as exc:  # bad UTF-8, JSON, depth
             raise CorruptSessionError(path, self.tool, session_id,
                                       f"not JSON: {exc}") from None
         reason = _format_problem(data)
@@ -184,9 +213,10 @@ class SessionStore:
         validate_session_id(session_id)
         validate_checkpoint_id(checkpoint_id)
         _check_json(state)
-        os.makedirs(self.folder, exist_ok=True)
-        with self._lock(session_id):
-            data = self._read(session_id) or {"checkpoints": {}, "seq": 0}
+        with self._open_folder(create=True) as folder, \
+                self._lock(folder, session_id):
+            data = self._read(session_id, folder) or \
+                {"checkpoints": {}, "seq": 0}
             seq = max([data["seq"]] + [e["seq"] for e in
                                        data["checkpoints"].values()]) + 1
             stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
@@ -195,80 +225,102 @@ class SessionStore:
             entries = [e for e in entries if e[0] != checkpoint_id]
             entries.append((checkpoint_id, {"seq": seq, "time": stamp,
                                             "state": state}))
-            self._replace(session_id, {
-                "format": FORMAT, "tool": self.tool, "session": session_id,
-                "seq": seq, "checkpoints": dict(entries[-self.keep:])})
+            header = {"format": FORMAT, "tool": self.tool,
+                      "session": session_id, "seq": seq}
+            blob = _fit(header, entries[-self.keep:], session_id)
+            self._remove_temps(folder, session_id)
+            folder.write(session_id + ".json", blob, durable=True,
+                         temp=f".{session_id}.{os.urandom(6).hex()}.tmp")
 
     def clear(self, session_id):
-        """Delete the session (even a corrupt one). True if it existed."""
+        """Delete the session (even a corrupt one: a link, a FIFO). True if
+        it existed."""
         path = self.path(session_id)
-        if not os.path.isdir(self.folder):
+        try:
+            folder = self._open_folder(create=False)
+        except NotADirectoryError:  # the state dir is a file: nothing here
+            return False
+        if folder is None:
             return False
         # The lock file stays: deleting it while another process waits on it
         # would let that process and a newcomer hold "the" lock at once.
-        with self._lock(session_id):
-            self._remove_temps(session_id)
+        with folder, self._lock(folder, session_id):
+            self._remove_temps(folder, session_id)
             try:
-                os.remove(path)
+                folder.remove(session_id + ".json")
             except FileNotFoundError:
                 return False
-            _fsync_dir(self.folder)
+            except (IsADirectoryError, PermissionError):  # EISDIR / EPERM
+                raise CorruptSessionError(
+                    path, self.tool, session_id, "it is a directory",
+                    fix="Remove it yourself if nothing needs it.") from None
+            folder.sync()
             return True
 
     def list_sessions(self):
         """:class:`SessionSummary` of each session of this tool."""
         return list_sessions(os.path.dirname(self.folder), self.tool)
 
-    def _lock(self, session_id):
+    def _lock(self, folder, session_id):
+        """Hold ``.<session>.lock`` while the session is read, changed and
+        replaced, across processes."""
+        name = f".{session_id}.lock"
         try:
-            import filelock  # a runtime dependency, but only writers pay
-        except ImportError:
-            raise ImportError("saving sessions needs filelock: "
-                              "pip install filelock") from None
-        path = os.path.join(self.folder, f".{session_id}.lock")
-        lock = filelock.FileLock(path, timeout=self.lock_timeout)
-        try:
-            # Poll often: saves take milliseconds, the default 50 ms poll
-            # would make each waiter sleep far longer than the holder works.
-            # The result is a context manager that releases the lock.
-            return lock.acquire(poll_interval=0.005)
-        except filelock.Timeout:
+            return folder.lock(name, self.lock_timeout)
+        except Unsafe as exc:
+            raise CorruptSessionError(
+                os.path.join(self.folder, name), self.tool, session_id,
+                exc.reason, what="lock file",
+                fix="Delete it, then run the tool again.") from None
+        except TimeoutError:
             raise TimeoutError(
                 f"session {session_id!r} of {self.tool} stayed locked for "
-                f"{self.lock_timeout:g} s ({path}); another process is "
-                f"saving to it. Wait for it, or stop it.") from None
+                f"{self.lock_timeout:g} s ({os.path.join(self.folder, name)})"
+                "; another process is saving to it. Wait for it, or stop "
+                "it.") from None
 
-    def _remove_temps(self, session_id):
+    def _remove_temps(self, folder, session_id):
         # Under the lock any temp file of this session is a dead writer's.
-        for name in os.listdir(self.folder):
+        for name in folder.listdir():
             if name.startswith(".") and name.endswith(".tmp") and \
                     name[1:-4].rpartition(".")[0] == session_id:
                 try:
-                    os.remove(os.path.join(self.folder, name))
+                    folder.remove(name)
                 except OSError:
                     pass
 
-    def _replace(self, session_id, data):
-        """Write a temp file beside the target, fsync, rename over it."""
-        self._remove_temps(session_id)
-        blob = json.dumps(data, ensure_ascii=False, allow_nan=False,
+
+def _encode(data):
+    try:
+        return json.dumps(data, ensure_ascii=False, allow_nan=False,
                           separators=(",", ":")).encode("utf-8")
-        tmp = os.path.join(self.folder,
-                           f".{session_id}.{os.urandom(6).hex()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(blob)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path(session_id))
-        except BaseException:
-            try:
-                os.remove(tmp)
-            except OSError:
-                pass
-            raise
-        _fsync_dir(self.folder)  # make the rename itself durable
+    except UnicodeEncodeError:  # a lone surrogate: escaped, it round-trips
+        return json.dumps(data, allow_nan=False,
+                          separators=(",", ":")).encode("ascii")
+
+
+def _fit(header, entries, session_id):
+    """The session file holding the newest ``entries`` that fit in
+    :data:`MAX_BYTES` (the older ones are dropped, as ``keep`` drops them);
+    ValueError if the newest alone does not fit."""
+    blob = _encode({**header, "checkpoints": dict(entries)})
+    if len(blob) <= MAX_BYTES:
+        return blob
+    # Each entry adds its own encoding as a one-key object, minus the
+    # braces, plus a comma: exactly its size minus one.
+    sizes = [len(_encode({cid: entry})) - 1 for cid, entry in entries]
+    first, total = 0, len(blob)
+    while first < len(entries) - 1 and total > MAX_BYTES:
+        total -= sizes[first]
+        first += 1
+    blob = _encode({**header, "checkpoints": dict(entries[first:])})
+    if len(blob) > MAX_BYTES:
+        raise ValueError(
+            f"checkpoint {entries[-1][0]!r} of session {session_id!r} is "
+            f"{sizes[-1]} bytes as JSON, over the {size(MAX_BYTES)} a "
+            "session file may hold. Save large data in a file of its own "
+            "and put its path in the checkpoint.")
+    return blob
 
 
 def _newest(data):
@@ -296,31 +348,48 @@ def _format_problem(data):
 
 def list_sessions(state_dir, tool=None):
     """:class:`SessionSummary` of every session under ``state_dir`` (of one
-    tool if given), sorted by tool then session. A corrupt file is listed
-    with ``error`` set instead of raising, so one bad file hides nothing."""
+    tool if given), sorted by tool then session. A corrupt file, or a tool
+    folder that is a symbolic link, is listed with ``error`` set (and
+    ``session`` None for a folder) instead of raising, so one bad file
+    hides nothing; none of them is followed, read past the bound, or
+    blocked on."""
     tools = [validate_tool_name(tool)] if tool else sorted(
         os.listdir(state_dir) if os.path.isdir(state_dir) else [])
     found = []
     for name in tools:
-        folder = os.path.join(state_dir, name)
-        if not _ID.fullmatch(name) or not os.path.isdir(folder):
+        if not _ID.fullmatch(name):
             continue  # not a folder this module made
         store = SessionStore(state_dir, name)
-        for file in sorted(os.listdir(folder)):
-            session = file[:-5]
-            if not file.endswith(".json") or not _ID.fullmatch(session):
-                continue  # temp and lock files start with "."
-            try:
-                data = store._read(session)
-            except CorruptSessionError as exc:
-                found.append(SessionSummary(name, session, None, None, 0,
-                                            exc.path, str(exc)))
-                continue
-            except ValueError:
-                continue  # e.g. "a..b.json": not a name this module writes
-            last = _newest(data)
-            if data is not None:  # else cleared since listdir
-                found.append(SessionSummary(
-                    name, session, last and last.id, last and last.time,
-                    len(data["checkpoints"]), store.path(session), None))
+        try:
+            folder = store._open_folder(create=False)
+        except CorruptSessionError as exc:
+            found.append(SessionSummary(name, None, None, None, 0, exc.path,
+                                        str(exc)))
+            continue
+        except OSError as exc:  # no permission: say so, list the others
+            found.append(SessionSummary(
+                name, None, None, None, 0, store.folder,
+                f"Session folder {store.folder} cannot be read: "
+                f"{exc.strerror}"))
+            continue
+        if folder is None:
+            continue
+        with folder:
+            for file in sorted(folder.listdir()):
+                session = file[:-5]
+                if not file.endswith(".json") or not _ID.fullmatch(session):
+                    continue  # temp and lock files start with "."
+                try:
+                    data = store._read(session, folder)
+                except CorruptSessionError as exc:
+                    found.append(SessionSummary(name, session, None, None, 0,
+                                                exc.path, str(exc)))
+                    continue
+                except ValueError:
+                    continue  # e.g. "a..b.json": not a name this module writes
+                last = _newest(data)
+                if data is not None:  # else cleared since listdir
+                    found.append(SessionSummary(
+                        name, session, last and last.id, last and last.time,
+                        len(data["checkpoints"]), store.path(session), None))
     return found

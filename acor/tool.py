@@ -7,127 +7,68 @@
         tool.output({"rows": 1000})
         tool.suggestions(["Plot the distribution of column price"])
 
-Each method renders one section with :mod:`acor.grammar` and writes it
-whole, under one lock, with one write and a flush. A state machine guards the
-order: CREATED -> RUNNING -> COMPLETE | FAILED | CANCELLED (or INPUT_NEEDED).
+Each method renders one section and writes it whole, under one lock, with
+one write and a flush. A state machine guards the order: CREATED -> RUNNING
+-> COMPLETE | FAILED | CANCELLED (or INPUT_NEEDED).
+
+Every tool imports this module at start-up, so it imports only what the
+interpreter has loaded already (no enum, json, re, threading or typing):
+grammar, json and the rest come on the first call that needs them.
 """
 
-import enum
-import json
-import math
+import _thread
 import os
 import sys
-import threading
-import time
 
-from . import exitcodes, framing, grammar
-from .errors import AcorStateError
-from .events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
-                     OutputData, OutputFiles, Progress, Session, Status,
-                     Suggestions)
+from . import checks, exitcodes, forks, framing
+from .events import (AIDirective, InputNeeded, Output, OutputData,
+                     OutputFiles, Status, Suggestions)
+from .progress import (DIRECT_PROGRESS_INTERVAL, PROGRESS_INTERVAL,
+                       ProgressMixin)
+from .quick import render
+from .resumable import ResumableMixin
+from .toolstate import ToolState
 
+__all__ = ["DIRECT_PROGRESS_INTERVAL", "PROGRESS_INTERVAL", "AcorTool",
+           "ToolState"]
 
-class ToolState(enum.Enum):
-    CREATED = "created"
-    RUNNING = "running"
-    COMPLETE = "complete"
-    FAILED = "failed"
-    CANCELLED = "cancelled"
-    INPUT_NEEDED = "input_needed"
-
-
-# Under the launcher, progress is written at most this often: the launcher
-# coalesces what an agent needs far more coarsely, and one write per call
-# would cost a system call and a wake-up of the launcher for each. The
-# latest progress is never lost: it goes out before any other section,
-# at stop, or from a timer within this interval.
-PROGRESS_INTERVAL = 0.02
-
+_RUNNING = ToolState.RUNNING
+_CREATED = ToolState.CREATED
 _FINAL = (ToolState.COMPLETE, ToolState.FAILED, ToolState.CANCELLED)
 _FORMATS = ("auto", "json", "yaml", "text", "markdown")
+_AUDIENCES = ("agent", "human")
 _SENTINEL = object()
 
 
-def _read_manifest():
-    """name and version from manifest.json beside the running script."""
+def _manifest_folder():
     script = sys.argv[0] if sys.argv and sys.argv[0] else ""
-    folder = os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+    return os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
+
+
+def _read_manifest():
+    """manifest.json beside the running script (a dict, {} when there is no
+    usable one) and the script's file stem."""
+    script = sys.argv[0] if sys.argv and sys.argv[0] else ""
+    manifest = {}
+    path = os.path.join(_manifest_folder(), "manifest.json")
     try:
-        with open(os.path.join(folder, "manifest.json"), encoding="utf-8") as f:
-            manifest = json.load(f)
-    except (OSError, ValueError):
-        manifest = {}
+        with open(path, "rb") as f:
+            raw = f.read()
+    except OSError:
+        raw = None
+    if raw is not None:
+        import json  # only tools that name themselves by manifest pay for it
+        try:
+            manifest = json.loads(raw)
+        except ValueError:
+            manifest = {}
     if not isinstance(manifest, dict):
         manifest = {}
     stem = os.path.splitext(os.path.basename(script))[0] if script else ""
     return manifest, (stem if stem and not stem.startswith("-") else "tool")
 
 
-def _text(value, what):
-    if not isinstance(value, str):
-        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
-    return value
-
-
-def _percent(value):
-    """int 0-100 or float 0.0-1.0 (a float above 1.0 is a percent),
-    clamped to 0-100 and rounded to two decimals."""
-    if type(value) is int and 0 <= value <= 100:
-        return value  # the common case, checked first: progress is hot
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"progress must be an int (0-100) or a float "
-                        f"(0.0-1.0), not {type(value).__name__}")
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"progress must be a finite number, not {value}")
-        if value <= 1.0:
-            value *= 100
-    return _clamp(value)
-
-
-def _clamp(percent):
-    percent = round(min(100, max(0, percent)), 2)
-    return int(percent) if percent == int(percent) else percent
-
-
-def _file_entry(path, description):
-    path = os.fspath(path)
-    if not isinstance(path, str) or not path or "\n" in path or "\r" in path:
-        raise ValueError(f"output file path must be a non-empty single-line "
-                         f"string, not {path!r}")
-    entry = {"path": path, "description": _text(description or "",
-                                                "file description"),
-             "kind": "missing", "bytes": None, "sha256": None}
-    if os.path.isdir(path):
-        entry["kind"] = "directory"
-    elif os.path.isfile(path):
-        import hashlib  # only tools that announce files pay for it
-        digest = hashlib.sha256()
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-        entry.update(kind="file", bytes=os.path.getsize(path),
-                     sha256=digest.hexdigest()[:12])
-    return entry
-
-
-def _file_entries(files):
-    if isinstance(files, dict):
-        return [_file_entry(p, d) for p, d in files.items()]
-    if isinstance(files, (str, bytes)) or hasattr(files, "__fspath__"):
-        files = [files]
-    entries = []
-    for item in files:
-        if isinstance(item, dict):
-            entries.append(_file_entry(item["path"], item.get("description")))
-        elif isinstance(item, (tuple, list)):
-            entries.append(_file_entry(*item))
-        else:
-            entries.append(_file_entry(item, ""))
-    return entries
-
-
-class AcorTool:
+class AcorTool(ProgressMixin, ResumableMixin):
     """One run of a tool, speaking ACOR on ``stream`` (default: whatever
     ``sys.stdout`` is at the time of each write).
 
@@ -135,12 +76,19 @@ class AcorTool:
     running script, then to the script's file stem and ``"1.0.0"``. Under the
     launcher, sections are framed with the run's token (see
     :mod:`acor.framing`); run directly, the tool writes plain ACOR Markdown.
+
+    ``progress_interval``: at most one Progress section per this many
+    seconds; the latest progress is never lost (see :mod:`acor.progress`).
+    None means 0.02 s under the launcher and 0.1 s run directly; 0 writes
+    every call.
     """
 
     def __init__(self, name=None, version=None, *, stream=None,
-                 frame_token=_SENTINEL):
+                 frame_token=_SENTINEL, progress_interval=None):
+        self._manifest = None
         if name is None or version is None:
             manifest, stem = _read_manifest()
+            self._manifest = manifest
             name = name or manifest.get("name") or stem
             version = version or manifest.get("version") or "1.0.0"
         self.name = str(name)
@@ -148,19 +96,24 @@ class AcorTool:
         self._stream = stream
         self._token = (framing.inherited_token() if frame_token is _SENTINEL
                        else frame_token)
-        self._lock = threading.RLock()
-        self._state = ToolState.CREATED
+        self._lock = _thread.RLock()
+        self._state = _CREATED
         self._directives = []
         self._errored = False
+        self._last_error_code = None
         self._session = None
         self._store = None
-        self._held = None            # the latest progress not yet written
-        self._progress_at = float("-inf")
-        self._timer = None
+        self._init_progress(progress_interval)
+        forks.track(self)
 
     @property
     def state(self):
         return self._state
+
+    def _manifest_data(self):
+        if self._manifest is None:
+            self._manifest, _ = _read_manifest()
+        return self._manifest
 
     def __repr__(self):
         return f"<AcorTool {self.name!r} {self.version} {self._state.value}>"
@@ -168,46 +121,17 @@ class AcorTool:
     # --- writing --------------------------------------------------------
 
     def _write(self, section):
-        if self._held is not None:
-            self._write_held()  # the last progress before any other section
+        """Write one rendered section (the lock is held): the held progress,
+        if any, goes first, so that it is never lost behind another
+        section."""
+        if self._latest is not self._written:
+            self._write_held()
+        self._put(section)
+
+    def _put(self, section):
         if self._token:
             section = framing.frame(section, self._token)
         self._write_raw(section)
-
-    def _write_held(self):
-        held, self._held = self._held, None
-        self._progress_at = time.monotonic()
-        self._write(grammar.render(held))
-
-    def _progress(self, event):
-        """Write a progress event; under the launcher, throttled (see
-        PROGRESS_INTERVAL). A held event is rendered only if it is written."""
-        if not self._token:
-            return self._emit("progress", event)
-        with self._lock:
-            self._require_running("progress")
-            now = time.monotonic()
-            if now - self._progress_at >= PROGRESS_INTERVAL:
-                self._held = event
-                self._write_held()
-            else:
-                self._held = event
-                if self._timer is None:
-                    self._timer = threading.Timer(
-                        self._progress_at + PROGRESS_INTERVAL - now,
-                        self._release_held)
-                    self._timer.daemon = True
-                    self._timer.start()
-        return self
-
-    def _release_held(self):
-        with self._lock:
-            self._timer = None
-            if self._held is not None and self._state is ToolState.RUNNING:
-                try:
-                    self._write_held()
-                except (OSError, ValueError):
-                    pass  # stdout is gone; the main thread will hear of it
 
     def _write_raw(self, text):
         stream = self._stream if self._stream is not None else sys.stdout
@@ -215,19 +139,19 @@ class AcorTool:
         stream.flush()
 
     def _require_running(self, what):
-        if self._state is ToolState.RUNNING:
+        if self._state is _RUNNING:
             return
-        if self._state is ToolState.CREATED:
-            raise AcorStateError(
+        if self._state is _CREATED:
+            raise checks.state_error(
                 f"Cannot emit {what}: tool '{self.name}' has not started. "
                 f"Call start() or use `with AcorTool(...) as tool:`.")
-        raise AcorStateError(
+        raise checks.state_error(
             f"Cannot emit {what}: tool '{self.name}' has already stopped "
             f"(state: {self._state.value}). Emit everything before stop(); "
             f"a new run needs a new AcorTool.")
 
     def _emit(self, what, event):
-        text = grammar.render(event)  # render outside the lock: pure
+        text = render(event)  # render outside the lock: pure
         with self._lock:
             self._require_running(what)
             self._write(text)
@@ -236,16 +160,31 @@ class AcorTool:
     def _flush_directives(self):
         if self._directives:
             items, self._directives = self._directives, []
-            self._write(grammar.render(AIDirective(items)))
+            self._write(render(AIDirective(items)))
+
+    def _end(self, state):
+        """Leave RUNNING (the lock is held): progress calls now fail."""
+        self._state = state
+        self._end_progress()
+
+    def _interval(self):
+        if self._progress_interval is not None:
+            return self._progress_interval
+        # Read at each use: tests and benchmarks may change them.
+        return PROGRESS_INTERVAL if self._token else DIRECT_PROGRESS_INTERVAL
+
+    def _reset_after_fork(self):
+        self._lock = _thread.RLock()
+        self._reset_progress_after_fork()
 
     # --- lifecycle ------------------------------------------------------
 
     def start(self):
         """Emit ``## Status: Ready``. A second call does nothing."""
         with self._lock:
-            if self._state is ToolState.CREATED:
-                self._state = ToolState.RUNNING
-                self._write(grammar.render(Status("ready")))
+            if self._state is _CREATED:
+                self._state = _RUNNING
+                self._write(render(Status("ready")))
         return self
 
     def stop(self, state=ToolState.COMPLETE):
@@ -257,86 +196,75 @@ class AcorTool:
             raise ValueError(f"stop() takes COMPLETE, FAILED or CANCELLED, "
                              f"not {state}")
         with self._lock:
-            if self._state is ToolState.CREATED:
-                raise AcorStateError(
+            if self._state is _CREATED:
+                raise checks.state_error(
                     f"Cannot stop tool '{self.name}': it has not started. "
                     f"Call start() first or use `with AcorTool(...)`.")
-            if self._state is not ToolState.RUNNING:
+            if self._state is not _RUNNING:
                 return self
             self._flush_directives()
-            self._state = state
-            self._write(grammar.render(Status(state.value)))
+            self._write(render(Status(state.value)))
+            self._end(state)
         return self
 
     def __enter__(self):
         return self.start()
 
     def __exit__(self, exc_type, exc, tb):
-        if self._state is not ToolState.RUNNING:
-            return False  # stopped already, or waiting for input
-        try:
-            if exc_type is None:
-                self.stop(ToolState.FAILED if self._errored
-                          else ToolState.COMPLETE)
-            elif issubclass(exc_type, KeyboardInterrupt):
-                self.stop(ToolState.CANCELLED)
-            elif issubclass(exc_type, SystemExit):
-                ok = exc.code in (None, 0)
-                self.stop(ToolState.COMPLETE if ok else ToolState.FAILED)
-            else:
-                self._report_exception(exc, tb)
-                self.stop(ToolState.FAILED)
-        except (OSError, ValueError):
-            pass  # stdout is gone: the exception in flight matters more
+        """End the run by how the block ended. A run that ends Failed ends
+        the process too, with the exit code the launcher would give: 2 when
+        the last error was E_USAGE, 1 otherwise (code after the block does
+        not run; ``finally`` clauses do)."""
+        if self._state is _RUNNING:
+            try:
+                if exc_type is None:
+                    self.stop(ToolState.FAILED if self._errored
+                              else ToolState.COMPLETE)
+                elif issubclass(exc_type, KeyboardInterrupt):
+                    self.stop(ToolState.CANCELLED)
+                elif issubclass(exc_type, SystemExit):
+                    ok = exc.code in (None, 0)
+                    self.stop(ToolState.COMPLETE if ok else ToolState.FAILED)
+                else:
+                    self._report_exception(exc, tb)
+                    self.stop(ToolState.FAILED)
+            except (OSError, ValueError):
+                return False  # stdout is gone: the exception in flight
+        if exc_type is None and self._state is ToolState.FAILED:
+            raise SystemExit(self._failed_exit_code())
         return False
 
+    def _failed_exit_code(self):
+        return exitcodes.USAGE if self._last_error_code == "E_USAGE" \
+            else exitcodes.FAILED
+
     def _report_exception(self, exc, tb):
-        where = None
-        while tb is not None:
-            frame, tb = tb.tb_frame, tb.tb_next
-            where = (f"{frame.f_code.co_filename}:{frame.f_lineno} "
-                     f"in {frame.f_code.co_name}")
-        self.error("E_UNHANDLED_EXCEPTION", f"{type(exc).__name__}: {exc}",
-                   recovery=("The tool crashed. Check the input it was given; "
-                             "if the input is right, report this to the tool's "
-                             "author with the details above."),
-                   details=f"raised at {where}" if where else None)
+        try:
+            from . import crash  # only a crash pays for it
+            report = crash.report(exc, tb, _manifest_folder())
+        except Exception:  # the report must never hide the crash itself
+            report = {"code": "E_UNHANDLED_EXCEPTION",
+                      "message": f"{type(exc).__name__}: {exc}"}
+        self.error(**report)
 
     # --- sections -------------------------------------------------------
 
     def status(self, state, message=""):
         """``## Status: Working`` and an optional message. Final states are
         refused: call stop() to end the run."""
-        state = _text(state, "status state").strip()
+        state = checks.text(state, "status state").strip()
         if state.lower() in ("complete", "failed", "cancelled"):
             raise ValueError(f"status({state!r}) would end the transcript; "
                              f"call stop(ToolState.{state.upper()}) instead")
+        from . import grammar
         if not grammar.is_state_word(state):
             raise ValueError(f"status state must be a short label (letters, "
                              f"digits, spaces, '_', '-'; at most 64) starting "
                              f"with a letter, not {state!r}")
         return self._emit("status", Status(state.lower(),
-                                           _text(message, "message")))
+                                           checks.text(message, "message")))
 
-    def progress(self, value, message=""):
-        """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0."""
-        return self._progress(Progress(_percent(value),
-                                       _text(message, "message")))
-
-    def progress_bar(self, current, total, label=""):
-        """Progress from a count: ``label (current/total)`` at
-        ``current/total`` percent, clamped to 100. A total of 0 reads as
-        done (there is nothing left to do)."""
-        for value, what in ((current, "current"), (total, "total")):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"progress_bar {what} must be an int, not "
-                                f"{type(value).__name__}")
-            if value < 0:
-                raise ValueError(f"progress_bar {what} must not be negative")
-        done = min(current, total)  # past total is done; no float overflow
-        percent = 100 if total == 0 else _clamp(done * 100 / total)
-        message = f"{_text(label, 'label')} ({current}/{total})".lstrip()
-        return self._progress(Progress(percent, message))
+    # progress() and progress_bar() are in acor.progress (ProgressMixin).
 
     def output(self, data, format="auto"):
         """A string is ``## Output``; anything else, or an explicit format,
@@ -349,6 +277,7 @@ class AcorTool:
                 return self._emit("output", Output(data))
             format = "json"
         if format == "json":
+            import json  # only structured output pays for it
             text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
         elif format == "yaml":
             try:
@@ -365,39 +294,62 @@ class AcorTool:
         """``## Output Files``: a dict ``{path: description}`` or a list of
         paths, ``(path, description)`` pairs or dicts. Existing files show
         their size and the first 12 hex digits of their sha256."""
-        return self._emit("output files", OutputFiles(_file_entries(files)))
+        return self._emit("output files",
+                          OutputFiles(checks.file_entries(files)))
 
-    def error(self, code, message, recovery=None, details=None):
-        """``## Error: {message}`` with the code, details and recovery.
+    def error(self, code, message, recovery=None, details=None, next=None):
+        """``## Error: {message}`` with the code, details, recovery and
+        ``next`` (the exact argv to run next, e.g. ``tool.command("--help")``).
         Does not end the run; a context manager that exits normally after an
-        error ends it as Failed."""
-        code = _text(code, "error code")
-        if not grammar.is_error_code(code):
-            raise ValueError(f"error code must be letters, digits, '_', '.', "
-                             f"':' or '-', like E_FILE_NOT_FOUND; not {code!r}")
-        event = Error(_text(str(message) if isinstance(message, Exception)
-                            else message, "error message"), code,
-                      None if details is None else _text(details, "details"),
-                      None if recovery is None else _text(recovery, "recovery"))
+        error ends it as Failed (see :meth:`fail` to end it at once)."""
+        event = checks.error_event(code, message, recovery, details, next)
         self._emit("error", event)
         self._errored = True
+        self._last_error_code = event.code
         return self
 
-    def input_needed(self, message):
+    def fail(self, code, message, recovery=None, details=None, next=None):
+        """Report the error and end the run Failed, in one call, then end the
+        process: exit code 2 for ``E_USAGE``, 1 otherwise (it raises
+        SystemExit; a context manager adds nothing after it). Called before
+        start(), it starts the run first."""
+        event = checks.error_event(code, message, recovery, details, next)
+        with self._lock:
+            self.start()
+            self._require_running("an error")
+            self._write(render(event))
+            self._errored, self._last_error_code = True, event.code
+            self.stop(ToolState.FAILED)
+        raise SystemExit(self._failed_exit_code())
+
+    def input_needed(self, message, fields=None, audience="agent",
+                     next=None):
         """Emit ``## Input Needed`` and end the process with exit code 3.
-        Nothing is written after it: the transcript ends here."""
-        event = InputNeeded(_text(message, "message"))
+        Nothing is written after it: the transcript ends here.
+
+        ``fields`` says what is needed: ``{name: property}``, each a flat
+        JSON Schema property (type, description, enum, default, minimum,
+        maximum) named like the tool's argument that takes the answer.
+        ``audience="human"`` marks a question only a person may answer (an
+        approval, a credential). ``next`` is the command to run with the
+        answer, e.g. ``tool.command(path, "--key", "<key>")``."""
+        if audience not in _AUDIENCES:
+            raise ValueError(f"audience must be 'agent' or 'human', not "
+                             f"{audience!r}")
+        event = InputNeeded(checks.text(message, "message"),
+                            checks.input_fields(fields), audience,
+                            checks.argv(next))
         with self._lock:
             self._require_running("input needed")
             self._flush_directives()
-            self._write(grammar.render(event))
-            self._state = ToolState.INPUT_NEEDED
+            self._write(render(event))
+            self._end(ToolState.INPUT_NEEDED)
         raise SystemExit(exitcodes.INPUT_NEEDED)
 
     def ai_directive(self, message):
         """Add an instruction for the agent. All of them go out as one
         ``## AI Directive`` section when the tool stops."""
-        message = _text(message, "directive")
+        message = checks.text(message, "directive")
         with self._lock:
             self._require_running("ai directive")
             self._directives.append(message)
@@ -408,66 +360,59 @@ class AcorTool:
         if isinstance(items, str):
             raise TypeError("suggestions() takes a list of strings, not one "
                             "string: wrap it as [text]")
-        items = [_text(item, "suggestion") for item in items]
-        title = None if title is None else _text(title, "title")
+        items = [checks.text(item, "suggestion") for item in items]
+        title = None if title is None else checks.text(title, "title")
         return self._emit("suggestions", Suggestions(items, title))
 
-    # --- sessions -------------------------------------------------------
+    # --- arguments ------------------------------------------------------
 
-    def session(self, session_id, keep=None):
-        """Bind this run to a resumable session and emit ``## Session: id``.
+    def command(self, *args):
+        """The argv that runs this tool again with ``args`` (``["acor",
+        name, *args]``): what ``next`` holds."""
+        return ["acor", self.name, *(str(a) for a in args)]
 
-        The id travels as an argument (the CLI stays stateless); state lives
-        on disk under ``ACOR_STATE_DIR`` (default ``.acor/state``)::
+    def parse_args(self, argv=None, *, schema=None):
+        """Parse ``argv`` (default ``sys.argv[1:]``) with the ``"args"``
+        schema of the manifest.json beside the script (or ``schema``; see
+        :mod:`acor.args`): an ``argparse.Namespace`` with one attribute per
+        property, absent ones at their defaults.
 
-            tool.session(args.session)
-            last = tool.resume()            # (checkpoint_id, state) or None
-            start = last[1]["offset"] if last else 0
-
-        ``keep`` bounds how many checkpoints the session file holds (default
-        1000); a tool whose state is large and cumulative needs only the
-        newest one or two, and every save rewrites the whole file.
-        """
-        from . import sessions  # only tools that use sessions pay for it
-        # The store checks the tool name; the session id is checked here,
-        # before the Session section says it exists.
-        sessions.validate_session_id(session_id)
-        store = sessions.SessionStore(
-            sessions.state_dir_from_env(), self.name,
-            keep=sessions.KEEP if keep is None else keep)
-        self._emit("session", Session(session_id))
-        self._session, self._store = session_id, store
-        return self
-
-    def checkpoint(self, checkpoint_id, state):
-        """Save JSON-serialisable ``state`` for the session (atomically, and
-        safely against other processes), then emit
-        ``## Session Checkpoint: id``."""
-        self._require_session("checkpoint")
-        with self._lock:
-            self._require_running("checkpoint")
-        self._store.save(self._session, checkpoint_id, state)
-        return self._emit("checkpoint", Checkpoint(checkpoint_id))
-
-    def resume(self):
-        """The session's latest checkpoint as ``(checkpoint_id, state)``, or
-        None when there is none yet (a first run)."""
-        self._require_session("resume")
-        saved = self._store.latest(self._session)
-        return None if saved is None else (saved.id, saved.state)
-
-    def _require_session(self, what):
-        if self._session is None:
-            raise AcorStateError(
-                f"Cannot {what}: tool '{self.name}' has no session. Call "
-                f"tool.session(session_id) first.")
+        ``--help`` writes the help as Output and ends the run Complete (exit
+        0). A usage error is an Error ``E_USAGE`` with the usage in its
+        details and ``next`` the tool's ``--help``, then Failed (exit 2).
+        Works before start() and inside the context manager."""
+        from . import args  # argparse: only tools that parse pay for it
+        if schema is None:
+            schema = self._manifest_data().get("args")
+            if schema is None:
+                raise ValueError(
+                    f"parse_args() needs an \"args\" schema in "
+                    f"{os.path.join(_manifest_folder(), 'manifest.json')} "
+                    f"(see acor.args), or parse_args(schema=...)")
+        argv = sys.argv[1:] if argv is None else list(argv)
+        description = self._manifest_data().get("description")
+        try:
+            return args.parse(schema, argv, " ".join(self.command()),
+                              description if isinstance(description, str)
+                              else None)
+        except args.HelpRequested as asked:
+            self.start().output(asked.text.rstrip("\n")).stop()
+            raise SystemExit(exitcodes.OK) from None
+        except args.UsageError as wrong:
+            import shlex
+            self.fail("E_USAGE", wrong.message, details=wrong.usage,
+                      recovery=(f"Run `{shlex.join(self.command('--help'))}` "
+                                f"for the arguments, then run the corrected "
+                                f"command."),
+                      next=self.command("--help"))
 
     def heartbeat(self):
         """Tell the launcher the tool is alive during long silent work.
         Consumed by the launcher; run directly, it writes an HTML comment
         that Markdown readers do not show."""
+        from .grammar import HEARTBEAT_LINE
         line = (framing.heartbeat_frame(self._token) if self._token
-                else grammar.HEARTBEAT_LINE + "\n")
+                else HEARTBEAT_LINE + "\n")
         with self._lock:
             self._require_running("heartbeat")
             self._write_raw(line)

@@ -20,11 +20,21 @@ inode only, so editing a tool's code does not force a rescan, but ``chmod``
 or replacing it does). A path recorded as missing (null) must still be
 missing. Any difference means rescan.
 
-Writes take a lock (filelock, imported only here) and go through a temp file
+Writes take a lock (``flock`` on ``<file>.lock``) and go through a new temp file
 in the same directory plus ``os.replace``, so readers never see a torn file
 and need no lock. Every failure (unwritable directory, corrupt or foreign
 file, lock held) means "no cache", never an error: the cache only ever
 makes ``acor`` faster, not less reliable.
+
+The cache dir may sit somewhere others can write (``ACOR_CACHE_DIR=/tmp/x``,
+a shared home), and the payload holds argv that acor executes. So a cache
+dir that is a symbolic link, is not owned by this user, or is writable by
+group or others is not used at all (:func:`cache_dir_problem` says why, for
+``acor doctor``). Everything in it goes through :class:`acor._safefs.Folder`:
+opened relative to the directory's own descriptor, never following a
+symbolic link and never blocking (a FIFO or device planted at a cache path
+is refused by ``fstat``, not read); temp files are created with ``O_EXCL``,
+so nothing already there is written through.
 """
 
 import json
@@ -32,6 +42,8 @@ import os
 import stat
 import sys
 import time
+
+from acor._safefs import Folder, Unsafe
 
 FORMAT = 1
 MAX_BYTES = 8 << 20
@@ -102,9 +114,76 @@ def cache_dir():
 def cache_path(root, config_path):
     """The cache file for this project, config file and interpreter (argv
     of Python tools embeds ``sys.executable``, so each venv gets its own)."""
+    return os.path.join(cache_dir(), _cache_name(root, config_path))
+
+
+def _cache_name(root, config_path):
     key = "\0".join((root, config_path or "", sys.executable))
     digest = _sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
-    return os.path.join(cache_dir(), f"registry-{digest[:16]}.json")
+    return f"registry-{digest[:16]}.json"
+
+
+def _uid():
+    return os.geteuid() if hasattr(os, "geteuid") else None
+
+
+def _dir_problem(st):
+    """Why a directory with stat ``st`` cannot hold this user's cache."""
+    uid = _uid()
+    if uid is not None and st.st_uid != uid:
+        return (f"it is owned by another user (uid {st.st_uid}, you are "
+                f"uid {uid}), who could plant a cache that runs their "
+                "commands")
+    if os.name == "posix" and st.st_mode & 0o022:
+        who = " and ".join(w for bit, w in ((0o020, "group"),
+                                            (0o002, "others"))
+                           if st.st_mode & bit)
+        return (f"it is writable by {who} (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}), who could plant a cache "
+                "that runs their commands")
+    return None
+
+
+def _open_dir(directory, create=False):
+    """``(Folder, None)`` for a cache dir only this user can write, else
+    ``(None, reason)``; ``(None, None)`` if it does not exist and
+    ``create`` is false (created, mode 0700, if true)."""
+    try:
+        folder = Folder.open(directory, 0o700 if create else None)
+    except Unsafe as exc:
+        return None, exc.reason
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        verb = "created" if create else "opened"
+        return None, (f"it cannot be {verb}: "
+                      f"{getattr(exc, 'strerror', None) or exc}")
+    if folder is None:
+        return None, None if not os.path.lexists(directory) else \
+            "it is not a directory"
+    try:
+        problem = _dir_problem(folder.stat())
+    except OSError as exc:
+        problem = f"it cannot be read: {exc.strerror}"
+    if problem:
+        folder.close()
+        return None, problem
+    return folder, None
+
+
+def cache_dir_problem(directory=None):
+    """Why acor does not use its cache dir (a sentence naming the
+    directory, what is wrong and the fix), or None when it is usable or
+    does not exist yet (acor creates it, mode 0700). For ``acor doctor``:
+    the launcher itself just runs without a cache."""
+    directory = cache_dir() if directory is None else directory
+    folder, problem = _open_dir(directory)
+    if folder is not None:
+        folder.close()
+    if problem is None:
+        return None
+    from .textsafe import quote
+    return (f"the cache dir {quote(directory)} is not used: {problem}. Run "
+            "`chmod 700` on it if it is yours, or set ACOR_CACHE_DIR to a "
+            "directory only you can write.")
 
 
 def signature(path, light=False):
@@ -157,18 +236,18 @@ class Fingerprint:
 def read(root, config_path):
     """The payload saved for this project if nothing it depends on changed,
     else None. Never raises: a bad cache is just a miss."""
-    path = cache_path(root, config_path)
+    folder, _ = _open_dir(cache_dir())
+    if folder is None:
+        return None
     try:
-        # O_NONBLOCK: a FIFO planted at this path must not hang acor.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        with open(fd, "rb") as f:
-            st = os.fstat(fd)
-            # The payload holds argv that acor will execute: trust only a
-            # file this user wrote, in case the cache dir is shared.
-            if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES or \
-                    (hasattr(os, "getuid") and st.st_uid != os.getuid()):
-                return None
-            data = json.loads(f.read(MAX_BYTES))
+        with folder:
+            # A regular file this user wrote, or nothing: the payload holds
+            # argv that acor will execute.
+            raw = folder.read(_cache_name(root, config_path), MAX_BYTES,
+                              owner=_uid())
+        if raw is None:
+            return None
+        data = json.loads(raw)
         if data["format"] != FORMAT or \
                 data["key"] != [root, config_path, sys.executable]:
             return None
@@ -176,7 +255,8 @@ def read(root, config_path):
             if signature(entry_path, light) != sig:
                 return None
         return data["payload"]
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+    except (Unsafe, OSError, ValueError, KeyError, TypeError,
+            RecursionError):
         return None
 
 
@@ -184,46 +264,33 @@ def write(root, config_path, fingerprint, payload):
     """Save ``payload`` with ``fingerprint`` (a :class:`Fingerprint`).
 
     Best effort: returns True if the file was written, False if it was not
-    (racy timestamps, unwritable directory, another writer holding the
+    (racy timestamps, unusable directory, another writer holding the
     lock); never raises for those.
     """
     if fingerprint.racy:
         return False
-    path = cache_path(root, config_path)
     try:
-        text = json.dumps({"format": FORMAT,
+        blob = json.dumps({"format": FORMAT,
                            "key": [root, config_path, sys.executable],
                            "fingerprint": fingerprint.entries,
-                           "payload": payload}, separators=(",", ":"))
+                           "payload": payload}, separators=(",", ":")
+                          ).encode("ascii")  # ensure_ascii: all escaped
     except (TypeError, ValueError):  # a value JSON cannot hold: no cache
         return False
+    if len(blob) > MAX_BYTES:  # read() would refuse it
+        return False
+    folder, _ = _open_dir(cache_dir(), create=True)
+    if folder is None:
+        return False
+    name = _cache_name(root, config_path)
     try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        try:
-            from filelock import FileLock
-        except ImportError:  # pragma: no cover - a declared dependency
-            return _replace(path, text)
         # timeout=0: if another acor is writing, it is writing the same
         # scan, so there is nothing to wait for.
-        with FileLock(path + ".lock", timeout=0):
-            return _replace(path, text)
-    except OSError:  # includes filelock.Timeout
+        with folder, folder.lock(name + ".lock", timeout=0):
+            # A fresh temp name, created O_EXCL: whatever is planted at any
+            # name acor might use is never written through.
+            folder.write(name, blob, temp=f"{name}.{os.getpid()}."
+                         f"{os.urandom(4).hex()}.tmp")
+        return True
+    except (Unsafe, OSError):  # TimeoutError is an OSError
         return False
-
-
-def _replace(path, text):
-    """Write to a temp file beside ``path``, then rename it over ``path``:
-    atomic on POSIX, so a reader sees the old file or the new, never half."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except OSError:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        return False
-    return True

@@ -1,9 +1,10 @@
 """Built-in commands and help: the click application (the cold path).
 
-``acor <tool>`` never comes here (see :mod:`cli.main`); ``acor``,
-``acor --help``, ``acor list``, ``acor show``, ``acor parse`` and
-``acor doctor`` do. Usage errors are reported in ACOR form with exit code 2,
-like every other error an agent can cause.
+``acor <tool>`` never comes here (see :mod:`cli.main`); ``acor``, ``acor
+--help`` and every built-in command do. The commands live in modules of
+their own (:mod:`cli.info`: list, show, doctor, schema; :mod:`cli.call_cmd`;
+:mod:`cli.sessions_cmd`) and are registered here. Usage errors are reported
+in ACOR form with exit code 2, like every other error an agent can cause.
 """
 
 import json
@@ -14,20 +15,14 @@ import click
 
 from acor import __version__, exitcodes
 
-from .errors import LauncherError, UsageError, config_error, report, \
-    unknown_tool
+from .errors import LauncherError, UsageError, config_error, report
 from .formats import FORMATS
+from . import info
+from .call_cmd import call_command
 from .sessions_cmd import sessions
 
 
-def _registry(ctx):
-    """The registry, loaded once per command; ConfigError propagates."""
-    obj = ctx.ensure_object(dict)
-    if "registry" not in obj:
-        from .discover import load_registry
-        obj["registry"] = load_registry(
-            config_path=obj.get("config") or os.environ.get("ACOR_CONFIG"))
-    return obj["registry"]
+_registry = info.registry
 
 
 class AcorGroup(click.Group):
@@ -65,9 +60,11 @@ class AcorGroup(click.Group):
               "(no output, no heartbeat) before the tool is stopped.")
 @click.option("--config", type=click.Path(dir_okay=False),
               help="Config file (default: .acor/config.yaml found upward).")
+@click.option("--no-input", is_flag=True, help="On a terminal, do not ask "
+              "for what a tool's Input Needed names; just end (exit 3).")
 @click.version_option(__version__, prog_name="acor")
 @click.pass_context
-def cli(ctx, fmt, timeout, idle_timeout, config):
+def cli(ctx, fmt, timeout, idle_timeout, config, no_input):
     """acor: run command-line tools as a conversation an AI agent can read.
 
     Tools speak ACOR Markdown (## Status, ## Progress, ## Output Data, ...);
@@ -77,7 +74,8 @@ def cli(ctx, fmt, timeout, idle_timeout, config):
     130 cancelled.
     """
     obj = ctx.ensure_object(dict)
-    obj.update(format=fmt, config=config)
+    obj.update(format=fmt, config=config, timeout=timeout,
+               idle_timeout=idle_timeout)
     if ctx.invoked_subcommand == "sessions":
         # Sessions live where the launcher tells tools to keep them.
         from .config import ConfigError
@@ -87,96 +85,6 @@ def cli(ctx, fmt, timeout, idle_timeout, config):
             pass  # `acor sessions` still works from ACOR_STATE_DIR
     if ctx.invoked_subcommand is None:
         click.echo(ctx.get_help())
-
-
-@cli.command("list")
-@click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
-@click.option("--all", "show_all", is_flag=True,
-              help="Also show skipped and shadowed manifests, with reasons.")
-@click.pass_context
-def list_tools(ctx, as_json, show_all):
-    """List the tools: name, version, kind, description, path."""
-    registry = _registry(ctx)
-    tools = [{"name": s.name, "version": s.version, "kind": s.kind,
-              "description": s.description, "path": s.path}
-             for s in registry.tools.values()]
-    if as_json:
-        data = {"tools": tools}
-        if show_all:
-            data["skipped"] = [{"path": s.path, "reason": s.reason,
-                                "recovery": s.recovery}
-                               for s in registry.skipped]
-            data["shadowed"] = [{"name": s.name, "winner": s.winner_path,
-                                 "loser": s.loser_path}
-                                for s in registry.shadowed]
-        click.echo(json.dumps(data, indent=2))
-        return
-    if not tools:
-        click.echo("No tools found. Run `acor doctor` to see where acor "
-                   "looked.")
-    width = max((len(t["name"]) for t in tools), default=0)
-    for t in tools:
-        click.echo(f"{t['name']:<{width}}  {t['version']:<8} {t['kind']:<7} "
-                   f"{t['description']}")
-    if show_all:
-        _echo_problems(registry)
-
-
-def _echo_problems(registry):
-    if registry.skipped:
-        click.echo("\nSkipped manifests:")
-        for s in registry.skipped:
-            click.echo(f"  {s.path}\n    why:  {s.reason}\n    fix:  "
-                       f"{s.recovery}")
-    if registry.shadowed:
-        click.echo("\nShadowed tools (the first tools dir wins):")
-        for s in registry.shadowed:
-            click.echo(f"  {s.name}: {s.loser_path} is hidden by "
-                       f"{s.winner_path}")
-
-
-@cli.command()
-@click.pass_context
-def doctor(ctx):
-    """Show the configuration, where tools are looked for, and every
-    manifest that was skipped or shadowed, with why and how to fix it."""
-    registry = _registry(ctx)
-    config = registry.config
-    click.echo(f"config:     {config.path or '(none: defaults)'}")
-    click.echo(f"root:       {config.root}")
-    click.echo("tools dirs: " + ", ".join(config.tools_dirs))
-    click.echo(f"timeout:    {config.timeout:g} s")
-    for warning in config.warnings:
-        click.echo(f"warning:    {warning}")
-    for spec in registry.tools.values():
-        for warning in spec.warnings:
-            click.echo(f"warning:    {spec.name}: {warning}")
-    click.echo(f"tools:      {len(registry.tools)} found")
-    _echo_problems(registry)
-    if not registry.skipped and not registry.shadowed:
-        click.echo("No problems found.")
-
-
-@cli.command()
-@click.argument("tool")
-@click.pass_context
-def show(ctx, tool):
-    """Show a tool's manifest and usage."""
-    registry = _registry(ctx)
-    spec = registry.get(tool)
-    if spec is None:
-        raise unknown_tool(tool, registry)
-    click.echo(f"{spec.name} {spec.version} ({spec.kind})")
-    click.echo(f"  {spec.description}")
-    click.echo(f"  path:  {spec.path}")
-    if spec.usage:
-        click.echo(f"  usage: {spec.usage}")
-    try:
-        with open(spec.manifest_path, encoding="utf-8") as f:
-            manifest = f.read()
-    except OSError:
-        manifest = "(manifest unreadable)"
-    click.echo("\nmanifest.json:\n" + manifest.rstrip())
 
 
 @cli.command()
@@ -208,6 +116,9 @@ def parse(source):
 
 
 cli.add_command(sessions)
+for _command in (info.list_tools, info.show, info.doctor, info.schema,
+                 call_command):
+    cli.add_command(_command)
 
 
 def run_command(argv, fmt=None):

@@ -4,7 +4,7 @@
 Every key is optional::
 
     tools_dirs: [.acor/tools, tools, manifests]  # relative to the root
-    timeout: 120             # seconds a tool may run (number > 0)
+    timeout: 120             # seconds a tool may run (0 < s <= 604800)
     idle_timeout: null       # seconds without output before it is stopped
     format: null             # markdown | json | rich (null: by terminal)
     progress_interval: 0.1   # coalesce piped progress faster than this
@@ -18,11 +18,15 @@ This module imports yaml only inside :func:`read_config`, which the launcher
 calls only when its cache is stale (see :mod:`cli.cache`).
 """
 
-import math
 import os
 import stat
 
+from acor import exitcodes
+from acor.errors import AcorError
+
 from .cache import Record
+from .durations import MAX_SECONDS, check_seconds
+from .textsafe import printable
 
 CONFIG_FILE = os.path.join(".acor", "config.yaml")
 MAX_CONFIG_BYTES = 1 << 20
@@ -42,7 +46,7 @@ KEYS = {
 }
 
 
-class ConfigError(Exception):
+class ConfigError(AcorError):
     """A configuration acor cannot use.
 
     ``path`` is the file (None if there is none), ``line`` its 1-based line
@@ -50,18 +54,27 @@ class ConfigError(Exception):
     ``recovery`` the exact next step.
     """
 
+    code = "E_CONFIG"
+    exit_code = exitcodes.USAGE
+
     def __init__(self, path, reason, recovery, line=None):
-        super().__init__(reason)
+        super().__init__(reason, recovery)
         self.path = path
         self.line = line
-        self.reason = reason
-        self.recovery = recovery
 
-    def __str__(self):
-        where = self.path or "acor configuration"
+    @property
+    def where(self):
+        """The file and line as a message shows them: one line, every
+        control character in the path made visible (a path comes from
+        argv, the environment or the directory tree, and may hold
+        anything)."""
+        where = printable(self.path) if self.path else "acor configuration"
         if self.line:
             where += f", line {self.line}"
-        return f"{where}: {self.reason}. Next step: {self.recovery}"
+        return where
+
+    def __str__(self):
+        return f"{self.where}: {self.reason}. Next step: {self.recovery}"
 
 
 class Config(Record):
@@ -87,7 +100,8 @@ def find_config(cwd, explicit=None):
             raise ConfigError(
                 path, f"the config file given with --config or ACOR_CONFIG "
                 f"{what}",
-                f"Fix the path (relative paths start from {cwd}), or drop "
+                f"Fix the path (relative paths start from {printable(cwd)}), "
+                "or drop "
                 "--config and unset ACOR_CONFIG to use the nearest "
                 ".acor/config.yaml.")
         return path
@@ -136,7 +150,8 @@ def read_config(path, cwd):
         warnings.append(f"{_at(path, lines, str(key))}: unknown key {key!r} "
                         f"is ignored{_did_you_mean(key, KEYS)}")
     if len(unknown) > MAX_UNKNOWN_REPORTED:
-        warnings.append(f"{path}: {len(unknown) - MAX_UNKNOWN_REPORTED} more "
+        warnings.append(f"{printable(path)}: "
+                        f"{len(unknown) - MAX_UNKNOWN_REPORTED} more "
                         "unknown keys are ignored")
     values = {key: default if data.get(key) is None else data[key]
               for key, (default, _) in KEYS.items()}
@@ -145,15 +160,14 @@ def read_config(path, cwd):
         label = repr(key) + ("" if item is None else f" item {item + 1}")
         raise ConfigError(
             path, f"{label} must be {expected}, not {_describe(found)}",
-            f"Fix it in {path}: for example `{key}: {KEYS[key][1]}`.",
+            f"Fix it in {printable(path)}: for example "
+            f"`{key}: {KEYS[key][1]}`.",
             line=lines.get(key))
 
-    for key in ("timeout", "idle_timeout"):
-        if values[key] is not None and not _number(values[key], 0, False):
-            wrong(key, "a number of seconds above 0", values[key])
-    if not _number(values["progress_interval"], 0, True):
-        wrong("progress_interval", "a number of seconds, 0 or more",
-              values["progress_interval"])
+    for key, zero_ok in (("timeout", False), ("idle_timeout", False),
+                         ("progress_interval", True)):
+        if values[key] is not None:
+            _seconds(values[key], key, zero_ok, wrong)
     if values["format"] is not None and values["format"] not in FORMATS:
         wrong("format", "one of markdown, json, rich (or null)",
               values["format"])
@@ -195,7 +209,8 @@ def _tools_dirs(items, root, path, lines, warnings):
         seen.add(real)
         result.append(folder)
         if not os.path.isdir(folder):
-            problems.append(f"tools dir {item!r} ({folder}) does not exist: "
+            problems.append(f"tools dir {item!r} ({printable(folder)}) does "
+                            "not exist: "
                             "create it or remove it from tools_dirs")
     if path is not None:
         where = _at(path, lines, "tools_dirs")
@@ -215,8 +230,10 @@ def _parse(path, warnings):
                                   "Point --config at a YAML file.")
             raw = f.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
+        import shlex
         raise ConfigError(path, f"cannot read it: {exc.strerror}",
-                          f"Check that you may read it: `ls -l {path}`.") \
+                          "Check that you may read it: "
+                          f"`ls -l {printable(shlex.quote(path))}`.") \
             from None
     if len(raw) > MAX_CONFIG_BYTES:
         raise ConfigError(path, "it is larger than 1 MiB, too large for a "
@@ -263,7 +280,8 @@ def _parse(path, warnings):
                 line = key.start_mark.line + 1
                 if key.value in lines:
                     warnings.append(
-                        f"{path}, line {line}: key {key.value!r} is repeated "
+                        f"{printable(path)}, line {line}: key "
+                        f"{key.value!r} is repeated "
                         f"(first on line {lines[key.value]}); the last wins")
                 lines[key.value] = line
     return data, lines
@@ -298,11 +316,17 @@ def _precheck(yaml, loader_class, text, path):
                               line=line)
 
 
-def _number(value, minimum, inclusive):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
-            not math.isfinite(value):
-        return False
-    return value >= minimum if inclusive else value > minimum
+def _seconds(value, key, zero_ok, wrong):
+    """Refuse (through ``wrong``) a duration that is not a number, or is
+    out of range: the same bound as ``--timeout`` and manifests."""
+    expected = (f"a number of seconds {'0 or more' if zero_ok else 'above 0'}"
+                f" and at most {MAX_SECONDS} (7 days)")
+    if isinstance(value, str):  # YAML's "30" is a string, not a duration
+        wrong(key, expected, value)
+    try:
+        check_seconds(value, key, zero_ok)
+    except ValueError:
+        wrong(key, expected, value)
 
 
 def _path(value):
@@ -318,7 +342,7 @@ def _absolute(path, root):
 
 def _at(path, lines, key):
     line = lines.get(key)
-    return f"{path}, line {line}" if line else str(path)
+    return f"{printable(path)}, line {line}" if line else printable(path)
 
 
 def _did_you_mean(key, known):

@@ -29,12 +29,10 @@ class UsageError(LauncherError):
 
 def config_error(exc) -> LauncherError:
     """A :class:`cli.config.ConfigError` as the error a run reports."""
-    where = exc.path or "configuration"
-    if exc.line:
-        where += f", line {exc.line}"
     return LauncherError(f"Invalid configuration: {exc.reason}",
                          exc.recovery, code="E_CONFIG",
-                         details=f"file: {where}", next=["acor", "doctor"],
+                         details=f"file: {exc.where}",
+                         next=["acor", "doctor"],
                          exit_code=exitcodes.USAGE)
 
 
@@ -42,7 +40,7 @@ def unknown_tool(name: str, registry, args: Sequence[str] = (),
                  command: Sequence[str] = ("acor",)) -> LauncherError:
     from .textsafe import printable
     matches = registry.close_matches(name)
-    shown = printable(name)
+    shown = printable(name)[:200]
     if matches:
         details = "Did you mean: " + ", ".join(matches) + "?"
         recovery = (f"If you meant {matches[0]}, run the command below; "

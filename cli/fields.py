@@ -1,9 +1,7 @@
 """What each manifest field must be: a predicate and the words for the
 message when it is not (:mod:`cli.manifest` applies them)."""
 
-import math
-
-MAX_SECONDS = 7 * 24 * 3600  # one week: selectors overflow past ~24 days
+from .durations import MAX_SECONDS, check_seconds
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
@@ -15,9 +13,14 @@ def _texts(v) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
-def _seconds(v) -> bool:  # 1e999 parses as inf, so finiteness is checked
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and \
-        0 < v <= MAX_SECONDS and math.isfinite(v)
+def _seconds(v) -> bool:
+    if isinstance(v, str):  # "30" is a string in JSON, not a duration
+        return False
+    try:
+        check_seconds(v, "timeout")
+    except ValueError:
+        return False
+    return True
 
 
 def is_name(v) -> bool:
@@ -34,7 +37,7 @@ def _annotations(v) -> bool:
 _NAME = "a lowercase name of 1-64 letters, digits, '-' or '_', starting " \
     "with a letter or digit (like \"my-tool\")"
 _VERSION = 'a non-empty string like "1.0.0"'
-_SECONDS = f"a number of seconds above 0 and at most {MAX_SECONDS} (a week)"
+_SECONDS = f"a number of seconds above 0 and at most {MAX_SECONDS} (7 days)"
 _COMMON = {
     "$schema": (False, lambda v: isinstance(v, str), "a string (a URI)"),
     "name": (True, is_name, _NAME),

@@ -290,5 +290,7 @@ def make_sink(fmt: str, tool: str, progress_interval: float, out=None):
 
 
 def failure_sink(fmt: Optional[str], tool: str, out=None):
-    """A sink for a run that never started (markdown unless json)."""
-    return JsonSink(tool, out) if fmt == "json" else MarkdownSink(tool, out)
+    """A sink for a run that never started: the format asked for, else
+    Markdown (a failure before the config is read knows no default)."""
+    factory, _ = FORMATS.get(fmt or "markdown", FORMATS["markdown"])
+    return factory(tool, out)

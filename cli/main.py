@@ -7,35 +7,20 @@ is imported unless it must be (a changed config needs yaml, ``--format
 rich`` needs rich).
 """
 
+import os
 import signal
+import sys
 
-# Ctrl-C from the first instruction acor runs: remembered until the runner
-# takes over (then the run ends Cancelled), never a KeyboardInterrupt
-# traceback from the middle of an import.
-_early_signals: list = []
-_current_cancel = None  # the run's Cancel, once there is one
+from acor import exitcodes
 
-
-def _remember(signum, frame):
-    _early_signals.append(signum)
-    if _current_cancel is not None:
-        _current_cancel.set(signum)
-
-
-for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-    signal.signal(_sig, _remember)
-
-import os  # noqa: E402
-import sys  # noqa: E402
-
-from acor import exitcodes  # noqa: E402
-
-from .errors import LauncherError, UsageError, config_error, report  # noqa
-from .formats import FORMATS  # noqa: E402
+from .durations import check_seconds
+from .errors import LauncherError, UsageError, config_error, report
+from .formats import FORMATS
+from .signals import EarlySignals
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
-MAX_SECONDS = 7 * 24 * 3600  # one week: selectors overflow past ~24 days
+_early = None  # the EarlySignals of the running command
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
 
@@ -52,6 +37,11 @@ def split_options(argv):
     while i < len(argv):
         arg = argv[i]
         name, eq, value = arg.partition("=")
+        if arg == "--no-input":
+            options["no_input"] = True
+            words.append(arg)
+            i += 1
+            continue
         if name not in _VALUED:
             break
         if not eq:
@@ -80,23 +70,14 @@ def _check_options(options):
                          next=["acor", "--format", "json", "list"])
     for key in ("timeout", "idle_timeout"):
         if key in options:
-            options[key] = check_seconds(options[key],
-                                         "--" + key.replace("_", "-"))
+            flag = "--" + key.replace("_", "-")
+            try:
+                options[key] = check_seconds(options[key], flag)
+            except ValueError as exc:
+                raise UsageError(str(exc), "Give a duration in seconds, as "
+                                 "in the command below.",
+                                 next=["acor", flag, "30", "list"]) from None
     return options
-
-
-def check_seconds(text, flag):
-    """A duration option: a number of seconds above 0, at most a week."""
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = float("nan")
-    if not 0 < seconds <= MAX_SECONDS:
-        raise UsageError(f"{flag} must be a number of seconds above 0 and at "
-                         f"most {MAX_SECONDS} (a week), not {text!r}",
-                         "Give a duration in seconds, as in the command "
-                         "below.", next=["acor", flag, "30", "list"])
-    return seconds
 
 
 def default_format(options, config):
@@ -110,7 +91,7 @@ def default_format(options, config):
 def _ensure_std_fds():
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
-    for fd in (0, 1, 2):
+    for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
         try:
             os.fstat(fd)
         except OSError:
@@ -118,9 +99,16 @@ def _ensure_std_fds():
             if null != fd:
                 os.dup2(null, fd)
                 os.close(null)
+            if getattr(sys, name) is None:  # Python saw it closed at start
+                setattr(sys, name, open(fd, "r" if fd == 0 else "w",
+                                        encoding="utf-8", closefd=False))
 
 
-def main(argv=None):
+def main(argv=None, early=None):
+    """The ``acor`` command. ``early`` holds the signals caught before
+    this call (the console script installs it first thing)."""
+    global _early
+    _early = early if early is not None else EarlySignals()
     _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
     fmt = None
@@ -131,7 +119,7 @@ def main(argv=None):
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.default_int_handler
                               if sig == signal.SIGINT else signal.SIG_DFL)
-            if _early_signals:
+            if _early.received:
                 return exitcodes.CANCELLED
             from .commands import run_command  # click: the cold path only
             return run_command(argv, fmt)
@@ -148,8 +136,9 @@ def main(argv=None):
         return exitcodes.CANCELLED
 
 
-def run_named(name, args, options, words):
-    """``acor <name> args``: find the tool and run it."""
+def run_named(name, args, options, words, with_result=False):
+    """``acor <name> args``: find the tool and run it; its exit code (and,
+    ``with_result``, the :class:`cli.result.RunResult`)."""
     from .config import ConfigError
     from .discover import load_registry
     try:
@@ -162,9 +151,8 @@ def run_named(name, args, options, words):
     from .formats import make_sink
     from .runner import Cancel, run
     sink = make_sink(fmt, name, config.progress_interval)
-    global _current_cancel
-    cancel = _current_cancel = Cancel()
-    for signum in _early_signals:
+    cancel = _early.cancel = Cancel()
+    for signum in _early.received:
         cancel.set(signum)
     try:
         result = run(name, args, registry=registry,
@@ -174,7 +162,11 @@ def run_named(name, args, options, words):
                      reap_orphans=True, keep_events=False,
                      command=["acor", *words])
     finally:
-        _current_cancel = None
+        _early.cancel = None
         cancel.close()
     sink.close()
-    return result.exit_code
+    if fmt == "rich" and result.state == "input_needed" and \
+            not options.get("no_input") and not with_result:
+        from .ask import ask_and_rerun
+        return ask_and_rerun(result, name, options, words)
+    return (result.exit_code, result) if with_result else result.exit_code

@@ -19,11 +19,12 @@ from typing import Mapping, Optional, Sequence
 def env_seconds(name: str, default: float) -> float:
     """Seconds from the environment; a value that is not a finite number
     of 0 or more is ignored (the environment is not acor's to trust)."""
+    from .durations import check_seconds
     try:
-        value = float(os.environ.get(name, default))
+        return check_seconds(os.environ.get(name, default), name,
+                             zero_ok=True)
     except ValueError:
         return default
-    return value if 0 <= value < float("inf") else default
 
 
 KILL_GRACE = env_seconds("ACOR_KILL_GRACE", 2.0)

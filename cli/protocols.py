@@ -92,12 +92,12 @@ class WrappedProtocol:
     def feed(self, block: str) -> list[Event]:
         """One read's worth of lines: the lines in order as one Output per
         run of plain lines, and a Progress (not an Output) for each line
-        that reports progress. Blank-only output makes no section."""
+        that reports progress. Empty lines alone make no section."""
         events: list[Event] = []
         pending: list[str] = []
 
         def flush() -> None:
-            if pending and any(line.strip() for line in pending):
+            if any(pending):  # not a section of nothing but line breaks
                 events.append(Output("\n".join(pending)))
             pending.clear()
 

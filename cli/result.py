@@ -21,7 +21,7 @@ class RunResult:
 
     __slots__ = ("exit_code", "state", "error_code", "events", "data",
                  "errors", "stderr", "duration", "tool", "version", "argv",
-                 "session", "next")
+                 "session", "next", "fields", "audience")
 
     def __init__(self, **fields: Any) -> None:
         for name in self.__slots__:
@@ -65,6 +65,7 @@ class Collector:
         self.session: Optional[str] = None
         self.next: Optional[list[str]] = None
         self.fields: Optional[dict] = None
+        self.audience = "agent"
         self._stderr = bytearray()
 
     # --- the sink protocol ----------------------------------------------
@@ -79,6 +80,7 @@ class Collector:
         elif kind == "input_needed":
             self.next = event.next
             self.fields = event.fields
+            self.audience = event.audience
         elif kind == "output_data":
             self.data = event.data
         elif kind == "session":
@@ -119,7 +121,8 @@ class Collector:
             events=self.events, data=self.data, errors=self.errors,
             stderr=self._stderr.decode("utf-8", "replace"),
             duration=duration, tool=self.tool, version=self.version,
-            argv=self.argv, session=self.session, next=next_argv)
+            argv=self.argv, session=self.session, next=next_argv,
+            fields=self.fields, audience=self.audience)
         finish = getattr(self.sink, "result", None)
         if finish is not None:
             finish(result)

@@ -3,10 +3,20 @@
 A live progress bar, coloured statuses, highlighted Output Data, and Error
 and Input Needed as panels. Imported only for ``--format rich`` (the default
 on a terminal); honours NO_COLOR through rich itself.
+
+Every string shown comes from the tool (or from a stream, or from argv) and
+may hold what a terminal obeys: escape sequences (clear screen, window
+title, hyperlinks, colours, the one-character CSI U+009B), BEL, backspace
+and carriage-return overwrites, bidi overrides. Each one passes through
+:mod:`cli.textsafe` on its way in: text keeps its line breaks and tabs and
+loses its escape sequences, one-line fields (titles, names, ids, labels)
+show every control as a visible escape. The only escape sequences on the
+terminal are rich's own.
 """
 
 import json
 import re
+import shlex
 
 from rich.console import Console, Group
 from rich.markup import escape
@@ -16,29 +26,52 @@ from rich.syntax import Syntax
 from rich.table import Column
 from rich.text import Text
 
+from .textsafe import printable, strip_terminal
+
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
                  "failed": "bold red", "cancelled": "bold yellow"}
 # "label (current/total)", as tool.progress_bar() writes it: the count gets
 # its own column so that a long label is cut, never the count.
 COUNT = re.compile(r"\s*\((\d+)/(\d+)\)$")
+# Before these the live bar is closed: its last frame stays above them, and
+# is never drawn again below an error or the end of the run.
+_CLOSES_PROGRESS = frozenset({"error", "input_needed"})
+
+
+def _text(value):
+    """A multi-line field, safe to show as text."""
+    return strip_terminal("" if value is None else str(value))
+
+
+def _line(value):
+    """A one-line field: every control (line breaks too) made visible."""
+    return printable(strip_terminal("" if value is None else str(value)))
+
+
+def _command(argv):
+    """An argv list as the shell command a person would type, one line."""
+    if isinstance(argv, (list, tuple)):
+        return _line(shlex.join(str(arg) for arg in argv))
+    return _line(argv)
 
 
 class RichSink:
     def __init__(self, tool, console=None):
-        self.tool = tool
+        self.tool = _line(tool)
         self.console = console if console is not None else Console()
         self._progress = None
         self._task = None
 
     def emit(self, event):
-        handler = getattr(self, "_" + event.type, None)
         if event.type == "progress":
             self._show_progress(event)
             return
-        renderable = handler(event) if handler else Text(str(event.to_dict()))
-        if event.type == "status" and event.is_final or \
-                event.type == "input_needed":
-            self._stop_progress()  # the bar's last frame stays above the end
+        handler = getattr(self, "_" + event.type, None)
+        renderable = handler(event) if handler else \
+            Text(_line(event.to_dict()), style="dim")
+        if event.type in _CLOSES_PROGRESS or \
+                event.type == "status" and event.is_final:
+            self._stop_progress()
         self.console.print(renderable)
 
     def close(self):
@@ -59,7 +92,8 @@ class RichSink:
             self._task = self._progress.add_task(
                 "", total=100, tool=escape(self.tool), count="")
             self._progress.start()
-        label = event.message.split("\n")[0]
+        # The first line only, as one line (a "\r" in it shown as "\\n").
+        label = _line((event.message or "").split("\n")[0])
         count = COUNT.search(label)
         if count:
             label = label[:count.start()]
@@ -74,70 +108,93 @@ class RichSink:
 
     def _status(self, event):
         style = STATUS_STYLES.get(event.state, "magenta")
-        line = Text.assemble(("● ", style), (event.state.capitalize(), style),
+        line = Text.assemble(("● ", style),
+                             (_line(event.state).capitalize(), style),
                              (f"  {self.tool}", "dim"))
         if event.message:
-            return Group(line, Text(event.message))
+            return Group(line, Text(_text(event.message)))
         return line
 
     def _output(self, event):
-        return Text(event.text)
+        return Text(_text(event.text))
 
     def _text(self, event):
-        return Text(event.text, style="dim")
+        return Text(_text(event.text), style="dim")
 
     def _output_data(self, event):
         data = event.data
+        # json.dumps escapes every control character (ensure_ascii).
         code = data if isinstance(data, str) else json.dumps(data, indent=2)
         lexer = event.format if event.format in ("json", "yaml", "markdown") \
             else "text"
-        return Panel(Syntax(code, lexer, word_wrap=True),
+        return Panel(Syntax(_text(code), lexer, word_wrap=True),
                      title="Output Data", title_align="left")
 
     def _output_files(self, event):
         lines = Text()
         for f in event.files:
-            lines.append(f["path"], style="bold")
-            if f["kind"] == "file":
-                lines.append(f"  {f['bytes']} bytes  sha256 {f['sha256']}",
-                             style="dim")
+            lines.append(_line(f.get("path")), style="bold")
+            if f.get("kind") == "file":
+                lines.append(f"  {_line(f.get('bytes'))} bytes  sha256 "
+                             f"{_line(f.get('sha256'))}", style="dim")
             else:
-                lines.append(f"  ({f['kind']})", style="yellow")
-            if f["description"]:
-                lines.append("  " + f["description"])
+                lines.append(f"  ({_line(f.get('kind'))})", style="yellow")
+            if f.get("description"):
+                lines.append("  " + _line(f["description"]))
             lines.append("\n")
         return Panel(lines, title="Output Files", title_align="left")
 
     def _error(self, event):
         body = Text()
-        body.append(f"{event.code}\n", style="bold")
+        body.append(f"{_line(event.code)}\n", style="bold")
         if event.details:
-            body.append(event.details + "\n")
+            body.append(_text(event.details) + "\n")
         if event.recovery:
-            body.append("→ " + event.recovery, style="green")
-        return Panel(body, title=Text("Error: " + event.title),
+            body.append("→ " + _text(event.recovery) + "\n", style="green")
+        if event.next:
+            body.append("next: " + _command(event.next) + "\n", style="bold")
+        body.rstrip()
+        return Panel(body, title=Text("Error: " + _line(event.title)),
                      title_align="left", border_style="red")
 
     def _input_needed(self, event):
-        return Panel(Text(event.message), title="Input Needed",
-                     title_align="left", border_style="yellow")
+        body = Text(_text(event.message) + "\n")
+        for name, spec in (event.fields or {}).items():
+            spec = spec if isinstance(spec, dict) else {}
+            body.append(f"  {_line(name)}", style="bold")
+            if spec.get("type"):
+                body.append(f" ({_line(spec['type'])})", style="dim")
+            if spec.get("description"):
+                body.append(f"  {_line(spec['description'])}")
+            body.append("\n")
+        if event.next:
+            body.append("next: " + _command(event.next) + "\n", style="bold")
+        body.rstrip()
+        title = "Input Needed" + (" (a person must answer)"
+                                  if event.audience == "human" else "")
+        return Panel(body, title=title, title_align="left",
+                     border_style="yellow")
 
     def _bullets(self, title, items, style):
-        body = Text("\n".join("• " + item for item in items))
-        return Panel(body, title=title, title_align="left", border_style=style)
+        body = Text("\n".join("• " + _text(item).replace("\n", "\n  ")
+                              for item in items))
+        return Panel(body, title=Text(title), title_align="left",
+                     border_style=style)
 
     def _ai_directive(self, event):
         return self._bullets("AI Directive", event.items, "magenta")
 
     def _suggestions(self, event):
-        title = "Suggestions" + (f": {event.title}" if event.title else "")
-        return self._bullets(Text(title), event.items, "blue")
+        title = "Suggestions" + (f": {_line(event.title)}"
+                                 if event.title else "")
+        return self._bullets(title, event.items, "blue")
 
     def _session(self, event):
-        return Text(f"Session {event.id}", style="cyan")
+        return Text(f"Session {_line(event.id)}", style="cyan")
 
     def _checkpoint(self, event):
-        return Text(f"Checkpoint {event.id}", style="dim cyan")
+        return Text(f"Checkpoint {_line(event.id)}", style="dim cyan")
 
     def _unknown(self, event):
-        return Text(f"## {event.heading}\n{event.body}", style="dim")
+        return Text(f"## {_line(event.heading)}\n{_text(event.body)}",
+                    style="dim")

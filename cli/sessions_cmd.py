@@ -9,7 +9,10 @@
 Sessions live where tools write them (see :mod:`acor.sessions`): the
 config's ``state_dir``, passed in ``ctx.obj["state_dir"]`` by the launcher,
 else ``$ACOR_STATE_DIR``, else ``.acor/state``. Mistakes (bad id, unknown or
-ambiguous session) are reported in ACOR form with exit code 2.
+ambiguous session) are reported in ACOR form with exit code 2. A session
+file that is not one (a symbolic link, a FIFO, a device, over 16 MiB, not
+JSON) is listed as an error row, never followed or read whole; every path
+printed has its control characters made visible.
 """
 
 import json
@@ -18,8 +21,16 @@ import os
 import click
 
 from acor import exitcodes
-from acor.sessions import (SessionStore, list_sessions, state_dir_from_env,
-                           validate_session_id, validate_tool_name)
+from acor.sessions import (
+    CorruptSessionError,
+    SessionStore,
+    list_sessions,
+    state_dir_from_env,
+    validate_session_id,
+    validate_tool_name,
+)
+
+from .textsafe import printable
 
 _LIST_HINT = "Run `acor sessions` to see the saved sessions."
 
@@ -33,12 +44,13 @@ def _fail(ctx, fmt, title, code, recovery, details=None,
 
 
 def _tools_with(state_dir, session_id):
-    """The tools that have a file for ``session_id`` (valid or corrupt)."""
+    """The tools that have a file for ``session_id`` (valid or corrupt: a
+    link, a FIFO or a device too, so that it can be cleared)."""
     names = sorted(os.listdir(state_dir)) if os.path.isdir(state_dir) else []
     found = []
     for name in names:
         try:
-            if os.path.isfile(SessionStore(state_dir, name).path(session_id)):
+            if os.path.lexists(SessionStore(state_dir, name).path(session_id)):
                 found.append(name)
         except ValueError:
             pass  # a folder whose name no tool could have: not ours
@@ -81,18 +93,24 @@ def sessions(ctx, as_json, clear_id, tool):
     except TimeoutError as exc:
         _fail(ctx, fmt, f"Session '{clear_id}' is locked", "E_SESSION_LOCKED",
               "Wait for the tool that is saving it to finish, then retry.",
-              str(exc), exitcodes.FAILED)
+              printable(exc), exitcodes.FAILED)
+    except CorruptSessionError as exc:  # e.g. the tool folder is a link
+        _fail(ctx, fmt, f"Session '{clear_id}' cannot be cleared",
+              "E_CORRUPT_SESSION", f"Remove {printable(exc.path)} yourself "
+              "if nothing needs it.", printable(exc), exitcodes.FAILED)
     if not cleared:
         where = f" for tool '{tool}'" if tool else ""
         _fail(ctx, fmt, f"No session '{clear_id}'{where}",
-              "E_UNKNOWN_SESSION", _LIST_HINT, f"state dir: {state_dir}")
+              "E_UNKNOWN_SESSION", _LIST_HINT,
+              f"state dir: {printable(state_dir)}")
     path = store.path(clear_id)
     if as_json:
         click.echo(json.dumps({"cleared": {"tool": store.tool,
                                            "session": clear_id,
                                            "path": path}}))
     else:
-        click.echo(f"Cleared session '{clear_id}' of {store.tool} ({path}).")
+        click.echo(f"Cleared session '{clear_id}' of {store.tool} "
+                   f"({printable(path)}).")
 
 
 def _list(state_dir, tool, as_json):
@@ -102,11 +120,14 @@ def _list(state_dir, tool, as_json):
                                [s._asdict() for s in found]}, indent=2))
         return
     if not found:
-        click.echo(f"No sessions in {state_dir}.")
+        click.echo(f"No sessions in {printable(state_dir)}.")
         return
+    # A checkpoint id and time come from the file: a repository can commit
+    # one holding escape sequences.
     rows = [("TOOL", "SESSION", "LAST CHECKPOINT", "TIME", "COUNT")] + [
-        (s.tool, s.session, s.checkpoint or "-", s.time or "-",
-         str(s.checkpoints)) for s in found if not s.error]
+        (s.tool, s.session, printable(s.checkpoint or "-"),
+         printable(s.time or "-"), str(s.checkpoints))
+        for s in found if not s.error]
     widths = [max(len(row[i]) for row in rows) for i in range(4)]
     for row in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths,
@@ -114,4 +135,5 @@ def _list(state_dir, tool, as_json):
                    + "  " + row[4])
     for s in found:
         if s.error:
-            click.echo(f"\n{s.tool}/{s.session}: {s.error}")
+            where = s.tool if s.session is None else f"{s.tool}/{s.session}"
+            click.echo(f"\n{where}: {printable(s.error)}")

@@ -65,12 +65,14 @@ class Project:
         path.write_text(json.dumps(data))
         return path
 
-    def acor(self, *args, input=None, env=None, on_line=None, timeout=60):
+    def acor(self, *args, input=None, env=None, on_line=None, timeout=60,
+             early_signals=()):
         """``acor ARGS`` run in this process, as a subprocess would run it
         (see :func:`run_in_process`); ``env`` replaces the project's."""
         return run_in_process(list(args), cwd=self.root,
                               env=self.env if env is None else env,
-                              input=input, on_line=on_line, timeout=timeout)
+                              input=input, on_line=on_line, timeout=timeout,
+                              early_signals=early_signals)
 
     def argv(self, *args):
         return [sys.executable, "-m", "acor", *args]
@@ -86,23 +88,28 @@ class Project:
                                 stderr=subprocess.PIPE, **kwargs)
 
 
-def run_in_process(argv, *, cwd, env, input=None, on_line=None, timeout=60):
+def run_in_process(argv, *, cwd, env, input=None, on_line=None, timeout=60,
+                   early_signals=()):
     """``acor.cli.main.main(argv)`` with what a process of its own would
     have: ``cwd`` as the directory, exactly ``env`` as the environment (and
     ACOR_KILL_GRACE read from it, as acor reads it at start-up), fds 0, 1
     and 2 of its own (stdin ``input`` or /dev/null; stdout a pipe, so that
     output is seen as it comes: ``on_line(text)`` is called from a reader
-    thread for each line), and this process's signal handlers put back
-    afterwards. Two things are left out: the subreaper, which would make
-    this test process the reaper of every orphan (its tests run acor as a
-    subprocess), and an exit by signal. An exception inside acor propagates
-    (a real acor would print a traceback).
+    thread for each line), ``early_signals`` as the signals the console
+    script caught before main() (cli.entry), and this process's signal
+    handlers put back afterwards. Two things are left out: the subreaper,
+    which would make this test process the reaper of every orphan (its
+    tests run acor as a subprocess), and an exit by signal. An exception
+    inside acor propagates (a real acor would print a traceback).
 
     Past ``timeout`` seconds the run is interrupted as Ctrl-C would, and
     TimeoutError is raised, as subprocess.run(timeout=...) raises."""
-    from acor.cli import process
+    from acor.cli import main as acor_main, process
+    from acor.cli.signals import EarlySignals
+    early = EarlySignals()
+    for signum in early_signals:
+        early(signum, None)
     with _handlers_restored():
-        from acor.cli import main as acor_main  # installs early handlers
         stdin = tempfile.TemporaryFile()
         stdin.write(input.encode() if isinstance(input, str) else
                     input or b"")
@@ -131,7 +138,7 @@ def run_in_process(argv, *, cwd, env, input=None, on_line=None, timeout=60):
             sys.stdout, sys.stderr = _text(1, "w"), _text(2, "w")
             watchdog.start()
             try:
-                code = acor_main.main(argv)
+                code = acor_main.main(argv, early=early)
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
             finally:
@@ -151,7 +158,6 @@ def run_in_process(argv, *, cwd, env, input=None, on_line=None, timeout=60):
             os.chdir(saved_cwd)
             os.environ.clear()
             os.environ.update(saved_env)
-            acor_main._early_signals.clear()  # the watchdog's, if any
             stdin.close()
             out = reader.join()
         stderr.seek(0)

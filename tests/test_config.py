@@ -243,6 +243,10 @@ def test_unreadable_config_is_an_error(tmp_path):
     ("idle_timeout: 0", "idle_timeout", "the number 0"),
     ("format: html", "format", "the string 'html'"),
     ("progress_interval: -1", "progress_interval", "the number -1"),
+    ("timeout: 2147484", "timeout", "the number 2147484"),
+    ("timeout: '30'", "timeout", "the string '30'"),
+    ("idle_timeout: 1.0e+300", "idle_timeout", "the number 1e+300"),
+    ("progress_interval: 604801", "progress_interval", "the number 604801"),
     ("tools_dirs: tools", "tools_dirs", "the string 'tools'"),
     ("tools_dirs: [tools, 5]", "tools_dirs", "the number 5"),
     ("tools_dirs: {a: 1}", "tools_dirs", "a mapping"),
@@ -270,3 +274,37 @@ def test_property_any_text_is_a_config_or_a_config_error(tmp_path, text):
         assert exc.reason and exc.recovery
     else:
         assert config.timeout > 0
+
+
+@pytest.mark.parametrize("key", ["timeout", "idle_timeout",
+                                 "progress_interval"])
+def test_every_duration_names_the_upper_bound(tmp_path, key):
+    """Each duration key is bounded by MAX_SECONDS (the selector overflows
+    past ~24.8 days), and says so; the bound itself is accepted."""
+    from acor.cli.durations import MAX_SECONDS
+    exc = config_error(tmp_path, f"{key}: {MAX_SECONDS + 1}\n")
+    assert f"at most {MAX_SECONDS} (7 days)" in exc.reason
+    write_config(tmp_path, f"{key}: {MAX_SECONDS}\n")
+    assert getattr(load_config(str(tmp_path)), key) == MAX_SECONDS
+
+
+def test_progress_interval_may_be_zero(tmp_path):
+    write_config(tmp_path, "progress_interval: 0\n")
+    assert load_config(str(tmp_path)).progress_interval == 0
+    exc = config_error(tmp_path, "timeout: 0\n")
+    assert "above 0 and at most 604800" in exc.reason
+
+
+def test_config_messages_show_a_hostile_path_on_one_line(tmp_path):
+    """A warning or error naming a path with control characters in it
+    (the project's own directory name) shows them escaped."""
+    root = tmp_path / "proj\x1b]0;title\x07\u202e"
+    root.mkdir()
+    write_config(root, "tools_dirs: [missing]\nbogus: 1\n")
+    config = load_config(str(root))
+    assert len(config.warnings) == 2
+    for warning in config.warnings:
+        assert "\x1b" not in warning and "\u202e" not in warning
+        assert "proj\\x1b]0;title\\x07\\u202e" in warning
+    exc = config_error(root, "timeout: -1\n")
+    assert "\x1b" not in str(exc) and "\x1b" not in exc.recovery

@@ -15,6 +15,7 @@ from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
                          InputNeeded, Output, OutputData, OutputFiles,
                          Progress, Session, Status, Suggestions, Text,
                          Unknown, Heartbeat)
+from acor import grammar
 from acor.grammar import (HEARTBEAT_LINE, Parser, escape_inline, escape_text,
                           fence_for, is_error_code, is_state_word, parse,
                           render, unescape_inline, unescape_text)
@@ -92,6 +93,38 @@ def test_section_layout_parses_back_to_the_event(event, text):
 ])
 def test_empty_and_blank_bodies_round_trip(event):
     assert parse(render(event)) == [event]
+
+
+def test_every_section_type_has_a_layout_here():
+    # A new section type (grammar.SECTIONS) must come with its exact layout.
+    assert {type(event) for event, _ in LAYOUTS} == {
+        section.event for section in grammar.SECTIONS}
+
+
+def test_every_event_type_is_declared_once_in_the_grammar():
+    sections = [section.event for section in grammar.SECTIONS]
+    assert len(set(sections)) == len(sections)
+    assert set(sections) | set(grammar.NOT_SECTIONS) == \
+        set(EVENT_TYPES.values())
+    assert not set(sections) & set(grammar.NOT_SECTIONS)
+
+
+def test_heading_kinds_come_from_the_table():
+    for section in grammar.SECTIONS:
+        value = None if section.value == grammar.NONE else "x"
+        heading = section.kind + ("" if value is None else ": x")
+        event = grammar.parse_section(heading, "")
+        assert event.type in (section.event.type, "unknown")
+        if section.value == grammar.REQUIRED:
+            assert grammar.parse_section(section.kind, "").reason == \
+                f"{section.kind} needs a value after ': '"
+        if section.value == grammar.NONE:
+            assert grammar.parse_section(section.kind + ": x", "").reason \
+                == f"{section.kind} takes no value"
+
+
+def test_the_dead_heading_regex_is_gone():
+    assert not hasattr(grammar, "HEADING")
 
 
 def test_every_section_ends_with_one_blank_line():
@@ -528,7 +561,20 @@ def test_stray_end_mark_outside_a_section_is_dropped():
 
 def test_section_cut_off_mid_way_is_kept_as_text():
     lines = framed_lines(Output("first\nsecond"))[:-2]  # no blank, no end
-    assert decode(lines) == [Text("## Output\nfirst\nsecond")]
+    assert decode(lines) == [Text(
+        "## Output\nfirst\nsecond\n[acor: section cut short after 12 "
+        "bytes: the stream ended before the section did]")]
+
+
+def test_a_section_cut_by_the_next_frame_is_reported_not_merged():
+    """A signal during a large write cuts the section short; the tool's
+    next frame (its Cancelled status) must not be absorbed into it."""
+    cut = framed_lines(Output("line 1\nline 2\nline 3"))[:2]
+    lines = cut + framed_lines(Status("cancelled"))
+    assert decode(lines) == [
+        Text("## Output\nline 1\n[acor: section cut short after 6 bytes: "
+             "the tool began another section before ending it]"),
+        Status("cancelled")]
 
 
 def test_oversized_section_is_truncated_with_bytes_and_sha256():

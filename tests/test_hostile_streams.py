@@ -422,8 +422,16 @@ def test_wrapped_program_named_attacks(project, tmp_path):
 
 # --- 3. text passed to library methods, raw output between (fuzz) ---------
 
+# Text built from block markers, blanks, digits and line ends, the way the
+# forged list-item heading of issue 10 was (see tests/test_forging.py).
+BLOCK_PIECES = st.sampled_from([
+    "-", "-", "*", "_", "+", "=", "#", "##", ">", "```", "<div>", "[x]:",
+    "\\", " ", "  ", "    ", "\t", "1", ".", ")", "\n", "\n", "\n\n",
+    "\r", "AI Directive", "x", "**Next**:", "**Code**:", "",
+])
 TEXT = st.one_of(st.text(max_size=30),
-                 PAYLOAD.map(lambda b: b.decode("utf-8", "replace")))
+                 PAYLOAD.map(lambda b: b.decode("utf-8", "replace")),
+                 st.lists(BLOCK_PIECES, max_size=12).map("".join))
 CODES = st.from_regex(r"[A-Za-z0-9_.:-]{1,20}", fullmatch=True)
 STATES = ["working", "In review", "loading-data", "Bogus"]
 CALLS = st.one_of(
@@ -570,7 +578,9 @@ def test_malformed_sections_have_defined_behaviour(replay):
         "## Error: no code\n\n",          # an error, with an empty code
     ]
     steps = [["frame", s] for s in sections]
-    # A nested start mark is body text; a stray end mark is dropped.
+    # A start mark inside a section means the section was cut short: it
+    # is reported as cut, and the frame that follows is read as a frame. A
+    # stray end mark is dropped.
     steps += [["close"], ["open", "## Output\nbefore\n"],
               ["frame", "## Status: Complete\n\n"], ["close"]]
     code, out, err = replay(steps, "--format", "json")
@@ -585,17 +595,43 @@ def test_malformed_sections_have_defined_behaviour(replay):
         ("unknown", "Output Data"), ("unknown", "Output: extra"),
         ("error", None)]
     assert events[8]["code"] == "" and events[8]["title"] == "no code"
-    nested = events[9]
-    assert nested["type"] == "output"
-    assert nested["text"].startswith("before\n\x1eacor:")
-    assert nested["text"].endswith("\x1e## Status: Complete")
+    cut = events[9]
+    assert cut["type"] == "text" and cut["text"] == (
+        "## Output\nbefore\n[acor: section cut short after 6 bytes: the "
+        "tool began another section before ending it]")
+    assert events[10] == {**events[10], "type": "status",
+                          "state": "complete"}
     assert events[-1]["state"] == "complete"
     assert [e["type"] for e in events].count("status") == 3
     code, out, err = replay(steps)
     assert top_headings(out) == ["Status: Ready", "Status: Bogus",
-                                 "Error: no code", "Output",
-                                 "Status: Complete"]
+                                 "Error: no code", "Status: Complete"]
     assert "\\## Progress: abc%" in out  # shown, escaped, never obeyed
+
+
+@pytest.mark.parametrize("depth", [1_000, 100_000])
+def test_deep_json_is_relayed_as_text_never_a_crash(replay, project, depth):
+    """Issue 10, item 2: JSON nested deeper than the decoder's limit is an
+    output_data event holding the text, the run ends as the tool ended it,
+    and `acor parse` reads the transcript back the same way."""
+    deep = "[" * depth + "]" * depth
+    steps = [["frame", f"## Output Data\n```json\n{deep}\n```\n\n"]]
+    code, out, err = replay(steps, "--format", "json")
+    assert code == 0, err
+    events = json_events(out)
+    assert events[1]["type"] == "output_data"
+    assert events[1]["data"] == deep
+    assert events[-1]["state"] == "complete"
+    code, out, err = replay(steps)
+    assert code == 0, err
+    assert top_headings(out) == ["Status: Ready", "Output Data",
+                                 "Status: Complete"]
+    parsed = subprocess.run(project.argv("parse", "-"),
+                            input=out, capture_output=True, text=True,
+                            cwd=project.root, env=project.env, timeout=60)
+    assert "Traceback" not in parsed.stderr
+    assert [json.loads(line)["type"] for line in
+            parsed.stdout.splitlines()] == ["status", "output_data", "status"]
 
 
 def test_a_second_final_status_and_later_text_go_to_stderr(replay):

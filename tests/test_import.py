@@ -43,7 +43,7 @@ def third_party(modules):
 
 def test_importtime_output_is_understood():
     # Guards the tests below against passing on output they cannot read.
-    assert {"json", "acor.grammar"} <= imported_by("import acor.grammar")
+    assert {"re", "acor.grammar"} <= imported_by("import acor.grammar")
 
 
 def test_import_acor_uses_the_standard_library_only():
@@ -66,6 +66,71 @@ def test_public_names_use_the_standard_library_only(code):
     modules = imported_by(code)
     assert any(name.startswith("acor") for name in modules)
     assert third_party(modules) == []
+
+
+# What `from acor import AcorTool` may load: the tool's own modules and
+# nothing of the standard library beyond what the interpreter has loaded at
+# start-up. enum, json, re, threading and typing each cost a sizeable share
+# of a bare interpreter's start (issue 14: the import must stay within 1.3x
+# of `python -c pass`).
+TOOL_MODULES = {"acor", "acor.tool", "acor.toolstate", "acor.progress",
+                "acor.quick", "acor.checks", "acor.forks", "acor.resumable",
+                "acor.events", "acor.framing", "acor.exitcodes",
+                "__future__"}  # acor.events' `from __future__ import`: 0.2 ms
+
+
+def test_the_tools_import_loads_only_the_tools_own_modules():
+    assert imported_by("from acor import AcorTool") == TOOL_MODULES
+
+
+def test_tool_state_alone_loads_only_itself():
+    assert imported_by("from acor import ToolState") == {
+        "acor", "acor.toolstate"}
+
+
+def test_a_plain_run_loads_no_grammar_json_or_re():
+    # start, per-item progress, a line of output, stop: the common run.
+    modules = imported_by(
+        "import io\n"
+        "from acor import AcorTool\n"
+        "with AcorTool('t', '1', stream=io.StringIO()) as tool:\n"
+        "    for i in range(1000):\n"
+        "        tool.progress_bar(i, 1000, 'Rows')\n"
+        "    tool.output('done')\n")
+    assert modules - {"io"} == TOOL_MODULES
+    assert not {"acor.grammar", "json", "re", "enum", "threading",
+                "typing"} & modules
+
+
+def test_validating_arguments_does_not_load_argparse():
+    # acor call and the MCP server validate and build argvs; only a tool
+    # that parses its own arguments pays for argparse.
+    modules = imported_by(
+        "from acor import args\n"
+        "schema = {'properties': {'n': {'type': 'integer', "
+        "'x-acor': {'flag': '--n'}}}}\n"
+        "args.validate(schema, {'n': 1}), args.to_argv(schema, {'n': 1})\n")
+    assert "acor.args" in modules and "argparse" not in modules
+
+
+def test_every_public_name_resolves_and_is_listed():
+    proc = run_python("-c", (
+        "import acor\n"
+        "missing = [n for n in acor.__all__ if getattr(acor, n, None) is None]\n"
+        "unlisted = set(acor.__all__) - set(dir(acor))\n"
+        "print(missing, sorted(unlisted))\n"))
+    assert proc.stdout == "[] []\n"
+
+
+def test_public_names_are_the_objects_of_their_modules():
+    import acor
+    from acor.errors import AcorError, AcorStateError
+    from acor.tool import AcorTool
+    from acor.toolstate import ToolState
+    assert (acor.AcorTool, acor.ToolState, acor.AcorError,
+            acor.AcorStateError) == (AcorTool, ToolState, AcorError,
+                                     AcorStateError)
+    assert acor.tool.ToolState is ToolState
 
 
 def test_yaml_is_not_imported_until_yaml_output_is_asked_for():

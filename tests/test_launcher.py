@@ -4,8 +4,8 @@ arguments, its stdout and its exit code.
 Most runs are in process (``project.acor``: acor's main() with its own
 stdio, environment and directory); what only a separate acor process shows
 runs it as one: signals to acor, a reader that goes away, a timeout that
-must end a whole process group, Ctrl-C at start-up, the console script and
-what its start-up imports. Every ending is checked by its final section and
+must end a whole process group, the console script and what its start-up
+imports. Every ending is checked by its final section and
 its exit code.
 """
 
@@ -220,29 +220,14 @@ def test_signal_to_acor_cancels_the_tool(project, sig):
     assert len(finals) == 1
 
 
-@pytest.mark.parametrize("command, heading", [
-    (["wait"], "Status: Cancelled"), (["list"], None)])
-def test_ctrl_c_during_start_up_cancels_before_anything_runs(
-        project, tmp_path, command, heading):
-    """SIGINT after acor's first instruction but before its run: remembered,
-    then the run ends Cancelled (exit 130) before the tool starts; a
-    built-in command is not started at all. Never a traceback."""
-    marker = tmp_path / "started"
-    project.add_tool("wait", f"open({str(marker)!r}, 'w').close()\n" + WAIT)
-    code = ("import os, signal, sys\n"
-            "from acor.cli.main import main\n"
-            "os.kill(os.getpid(), signal.SIGINT)\n"
-            "sys.exit(main(sys.argv[1:]))\n")
-    result = subprocess.run([sys.executable, "-c", code, *command],
-                            cwd=project.root, env=project.env,
-                            capture_output=True, text=True, timeout=60)
-    assert result.returncode == 130, result.stdout + result.stderr
-    assert "Traceback" not in result.stderr
-    if heading:
-        assert headings(result.stdout) == [heading]
-    else:
-        assert result.stdout == ""
-    assert not marker.exists()
+def test_ctrl_c_caught_at_start_up_starts_no_built_in_command(project):
+    """A signal the console script caught before main() (cli.entry): a
+    built-in command is not started at all, exit 130, nothing written. (The
+    same for a tool run, and Ctrl-C sent to a real acor process, are in
+    test_boundaries.py.)"""
+    result = project.acor("list", early_signals=[signal.SIGINT])
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "")
+    assert project.acor("list").returncode == 0
 
 
 def test_input_needed_ends_with_exit_3(project):

@@ -212,6 +212,45 @@ def test_property_session_and_checkpoint_ids_round_trip(value):
     assert parse(render(Checkpoint(value))) == [Checkpoint(folded)]
 
 
+# The new fields on the wire (issue 11): an exact next command, and what an
+# Input Needed wants. Rendered directly: they round-trip whoever writes them.
+ARGV = st.lists(TEXT | st.sampled_from(["", "'", '"', "a b", "$(x)", "-"]),
+                max_size=5)
+FIELD = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer", "number", "boolean"])},
+    optional={"description": TEXT, "enum": st.lists(TEXT, max_size=3),
+              "default": JSON_DATA, "minimum": st.integers(),
+              "maximum": st.integers()})
+
+
+def folded_argv(argv):
+    return None if argv is None else [fold_newlines(arg) for arg in argv]
+
+
+@fuzz
+@given(title=TITLE, code=CODES, details=st.none() | TEXT,
+       recovery=st.none() | TEXT, next=st.none() | ARGV)
+def test_property_error_next_round_trips(title, code, details, recovery,
+                                         next):
+    fold = lambda text: None if text is None else fold_newlines(text)
+    assert parse(render(Error(title, code, details, recovery, next))) == [
+        Error(fold(title), code, fold(details), fold(recovery),
+              folded_argv(next))]
+
+
+@fuzz
+@given(message=TEXT, fields=st.none() | st.dictionaries(TEXT, FIELD,
+                                                       max_size=3),
+       audience=st.sampled_from(["agent", "human"]) | TEXT,
+       next=st.none() | ARGV)
+def test_property_input_needed_fields_round_trip(message, fields, audience,
+                                                 next):
+    event = InputNeeded(message, fields, audience, next)
+    assert parse(render(event)) == [InputNeeded(
+        fold_newlines(message), fields, fold_newlines(audience),
+        folded_argv(next))]
+
+
 # --- 2. the markdown-it oracle --------------------------------------------
 
 STATES = ["working", "In review", "loading-data"]
@@ -258,7 +297,8 @@ HEADINGS = {
 def play(calls, ending, token=None):
     """Make the calls on a tool writing to a StringIO; its transcript."""
     stream = io.StringIO()
-    tool = AcorTool("prop", stream=stream, frame_token=token).start()
+    tool = AcorTool("prop", stream=stream, frame_token=token,
+                    progress_interval=0).start()  # every call written
     for name, *args in calls:
         if name == "output_as":
             tool.output(args[1], format=args[0])

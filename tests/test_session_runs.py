@@ -261,8 +261,8 @@ def test_input_needed_then_key_continues_the_session(proj):
                      "--out", "o")
     assert asked.returncode == 3
     message = of_type(asked.stdout, "input_needed")[0]["message"]
-    assert "acor csvprofile data/two.csv --out o --session k --key '<column>'" \
-        in message
+    assert "acor csvprofile data/two.csv --out o --session k --key '<KEY>'" \
+        in message  # <KEY>: the field's placeholder, as acor fills it
     answered = proj.acor("csvprofile", "data/two.csv", "--out", "o",
                         "--session", "k", "--key", "order_id")
     assert answered.returncode == 0, answered.stdout

@@ -176,6 +176,65 @@ def test_corrupt_file_is_a_clear_error(state, text):
     assert store.latest("s").id == "c"
 
 
+def test_a_lone_surrogate_in_state_round_trips(state):
+    """Invalid UTF-8 decoded with surrogateescape (a file name from argv)
+    is kept, escaped, instead of failing the save."""
+    store = SessionStore(state, "etl")
+    store.save("s", "c", {"name": "data\udcff.csv", "ok": "caf\u00e9"})
+    assert store.latest("s").state == {"name": "data\udcff.csv",
+                                       "ok": "caf\u00e9"}
+    (state / "etl" / "s.json").read_bytes().decode("utf-8")  # valid UTF-8
+
+
+def test_a_plain_file_where_the_tool_folder_would_be(state):
+    state.mkdir()
+    (state / "etl").write_text("not a folder")
+    store = SessionStore(state, "etl")
+    assert store.latest("s") is None and not store.clear("s")
+    assert list_sessions(state) == []
+    with pytest.raises(CorruptSessionError, match="not a directory"):
+        store.save("s", "c", {})
+    assert (state / "etl").read_text() == "not a folder"
+
+
+def test_a_state_dir_that_is_a_file(tmp_path):
+    """Reading or saving is an OSError for the caller to report (as
+    before); listing and clearing find nothing."""
+    state = tmp_path / "file"
+    state.write_text("x")
+    store = SessionStore(state, "etl")
+    with pytest.raises(NotADirectoryError):
+        store.latest("s")
+    with pytest.raises(OSError):
+        store.save("s", "c", {})
+    assert not store.clear("s") and list_sessions(state) == []
+
+
+def test_clear_removes_a_fifo_or_link_not_its_target(state, tmp_path):
+    target = tmp_path / "target"
+    target.write_text("keep")
+    folder = state / "etl"
+    folder.mkdir(parents=True)
+    os.symlink(target, folder / "a.json")
+    os.mkfifo(folder / "b.json")
+    store = SessionStore(state, "etl")
+    assert store.clear("a") and store.clear("b")
+    assert listing(folder) == [".a.lock", ".b.lock"]
+    assert target.read_text() == "keep"
+
+
+def test_a_session_file_at_the_bound_is_read(state, monkeypatch):
+    import acor.sessions
+    store = SessionStore(state, "etl")
+    store.save("s", "c", {"pad": ""})
+    size = os.path.getsize(state / "etl" / "s.json")
+    monkeypatch.setattr(acor.sessions, "MAX_BYTES", size)
+    assert store.latest("s").id == "c"
+    monkeypatch.setattr(acor.sessions, "MAX_BYTES", size - 1)
+    with pytest.raises(CorruptSessionError, match="over the"):
+        store.latest("s")
+
+
 def test_stale_temp_files_of_dead_writers_are_removed(state):
     store = SessionStore(state, "etl")
     store.save("s", "c1", {})

@@ -39,7 +39,8 @@ FAILED, CANCELLED = Status("failed"), Status("cancelled")
 def new_tool(name="t"):
     """A tool writing plain ACOR Markdown to its own StringIO."""
     stream = io.StringIO()
-    return AcorTool(name, stream=stream, frame_token=None), stream
+    return AcorTool(name, stream=stream, frame_token=None,
+                    progress_interval=0), stream
 
 
 def running_tool():
@@ -297,9 +298,12 @@ def test_progress_refuses_bools_and_non_numbers(value):
 
 
 def test_progress_message_must_be_a_string():
-    tool, _ = running_tool()
+    tool, stream = running_tool()
     with pytest.raises(TypeError):
         tool.progress(5, 5)
+    with pytest.raises(TypeError):
+        tool.progress(0.5, None)
+    assert events_of(stream) == [READY]
 
 
 # --- progress_bar() -------------------------------------------------------
@@ -330,12 +334,40 @@ def test_progress_bar_refuses_negative_counts(current, total):
     assert events_of(stream) == [READY]
 
 
-@pytest.mark.parametrize("current, total", [(1.0, 10), (1, 10.0), (True, 2),
-                                            ("1", 2)])
+@pytest.mark.parametrize("current, total", [(1.0, 10), (1, 10.0), (None, 2),
+                                            ("1", 2), (Decimal(1), 2)])
 def test_progress_bar_refuses_non_int_counts(current, total):
     tool, stream = running_tool()
     with pytest.raises(TypeError):
         tool.progress_bar(current, total)
+    assert events_of(stream) == [READY]
+
+
+class Index:
+    """An integer type that is not int (as numpy's integers are)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def __index__(self):
+        return self.value
+
+
+@pytest.mark.parametrize("current, total, message", [
+    (Index(3), 10, "(3/10)"), (3, Index(10), "(3/10)"),
+    (True, 2, "(1/2)"),                     # a bool is an int, as in Python
+])
+def test_progress_bar_takes_any_integer_type(current, total, message):
+    tool, stream = running_tool()
+    tool.progress_bar(current, total)
+    assert sections_after_ready(stream) == [Progress(int(
+        100 * int(current) / int(total)), message)]
+
+
+def test_progress_bar_label_must_be_a_string():
+    tool, stream = running_tool()
+    with pytest.raises(TypeError, match="label"):
+        tool.progress_bar(1, 2, 3)
     assert events_of(stream) == [READY]
 
 
@@ -526,10 +558,13 @@ def test_error_refuses_non_string_fields():
 
 def test_context_manager_ends_failed_after_an_error():
     # A documented choice: an error() the tool did not recover from with an
-    # explicit stop() makes a normal exit from `with` end as Failed.
+    # explicit stop() makes a normal exit from `with` end as Failed, and a
+    # run that ends Failed ends the process with 1, as under acor.
     tool, stream = new_tool()
-    with tool:
-        tool.error("E_INPUT", "Bad row")
+    with pytest.raises(SystemExit) as exited:
+        with tool:
+            tool.error("E_INPUT", "Bad row")
+    assert exited.value.code == 1
     assert tool.state is ToolState.FAILED
     assert sections_after_ready(stream) == [Error("Bad row", "E_INPUT"),
                                             FAILED]
@@ -694,8 +729,94 @@ def test_context_manager_exception_reports_error_then_failed(tmp_path):
     assert error.code == "E_UNHANDLED_EXCEPTION"
     assert error.title == "ValueError: bad row 7"
     assert error.details.startswith("raised at ")
-    assert error.details.endswith("tool.py:5 in load")
+    assert error.details.endswith('tool.py:5 in load: raise ValueError("bad '
+                                  'row 7")')
     assert "report this to the tool's author" in error.recovery
+
+
+def test_a_crash_in_the_standard_library_points_at_the_tools_line(tmp_path):
+    proc = run_script(tmp_path, """
+        import os
+        from acor import AcorTool
+
+        def size(path):
+            return os.path.getsize(path)
+
+        with AcorTool("t") as tool:
+            size("no/such/file.csv")
+    """)
+    assert proc.returncode == 1
+    error = parse(proc.stdout)[1]
+    assert error.code == "E_UNHANDLED_EXCEPTION"
+    assert error.title.startswith("FileNotFoundError: [Errno 2]")
+    where, innermost = error.details.split("\n")
+    assert where == (f"raised at {tmp_path / 'tool.py'}:6 in size: "
+                     f"return os.path.getsize(path)")
+    assert innermost.startswith("innermost frame: <frozen genericpath>:")
+
+
+def test_a_missing_module_is_a_missing_dependency_with_its_install(tmp_path):
+    proc = run_script(tmp_path, """
+        from acor import AcorTool
+        with AcorTool("t") as tool:
+            import acor_no_such_module.sub
+    """)
+    assert proc.returncode == 1
+    error = parse(proc.stdout)[1]
+    assert error.code == "E_MISSING_DEPENDENCY"
+    assert error.title == ("ModuleNotFoundError: No module named "
+                           "'acor_no_such_module'")
+    assert error.details.endswith(f"interpreter: {sys.executable}")
+    assert error.recovery.endswith(
+        f"{sys.executable} -m pip install acor_no_such_module")
+
+
+def crash_report(raise_it, folder):
+    from acor import crash
+    try:
+        raise_it()
+    except Exception as exc:
+        return crash.report(exc, exc.__traceback__, folder)
+
+
+def test_missing_dependency_next_is_pip_for_the_running_interpreter(tmp_path):
+    def load():
+        import yaml_acor_missing  # noqa: F401
+    report = crash_report(load, tmp_path)
+    assert report["next"] == [sys.executable, "-m", "pip", "install",
+                              "yaml_acor_missing"]
+    assert report["code"] == "E_MISSING_DEPENDENCY"
+
+
+def test_missing_dependency_uses_the_package_name_pip_knows(tmp_path):
+    def load():
+        raise ModuleNotFoundError("No module named 'cv2'", name="cv2")
+    report = crash_report(load, tmp_path)
+    assert report["next"][-1] == "opencv-python"
+
+
+def test_a_name_missing_from_an_installed_package_means_upgrade(tmp_path):
+    def load():
+        from json import no_such_name  # noqa: F401
+    report = crash_report(load, tmp_path)
+    assert report["code"] == "E_UNHANDLED_EXCEPTION"  # json: stdlib
+    assert "another version of Python" in report["recovery"]
+    assert "next" not in report
+    def load_installed():
+        from pytest import no_such_name  # noqa: F401
+    report = crash_report(load_installed, tmp_path)
+    assert report["next"] == [sys.executable, "-m", "pip", "install",
+                              "--upgrade", "pytest"]
+
+
+def test_an_import_of_the_tools_own_module_is_a_plain_crash(tmp_path):
+    (tmp_path / "helpers.py").write_text("X = 1\n")
+    proc = run_script(tmp_path, """
+        from acor import AcorTool
+        with AcorTool("t") as tool:
+            from helpers import Y
+    """)
+    assert parse(proc.stdout)[1].code == "E_UNHANDLED_EXCEPTION"
 
 
 def test_context_manager_exception_propagates_with_its_traceback(tmp_path):
@@ -765,7 +886,8 @@ def test_sixteen_threads_write_whole_sections_into_a_pipe(tmp_path):
                 tool.output(payload)
                 tool.progress(i % 100, f"thread {n} step {i}")
 
-        with AcorTool("t") as tool:
+        # Every progress written: this test is about whole sections.
+        with AcorTool("t", progress_interval=0) as tool:
             threads = [threading.Thread(target=work, args=(tool, n))
                        for n in range(THREADS)]
             for thread in threads:
@@ -967,11 +1089,3 @@ def test_a_held_progress_goes_out_from_a_timer_while_the_tool_is_silent():
                 if e.type == "progress"]
     assert [e.message for e in progress] == ["first", "held"]
     tool.stop()
-
-
-def test_unframed_progress_writes_every_call():
-    buf = io.StringIO()
-    tool = AcorTool("t", stream=buf, frame_token=None).start()
-    for i in range(50):
-        tool.progress(i)
-    assert buf.getvalue().count("## Progress:") == 50

@@ -3,6 +3,10 @@
     acor csvprofile FILE [--key COLUMN | --no-key] [--out DIR]
                          [--delimiter D] [--encoding ENC] [--session ID]
 
+The arguments are the "args" schema of manifest.json, parsed by
+tool.parse_args(); every failure is one tool.fail() call with the exact
+command to run next.
+
 Per column: inferred type (int/float/bool/date/string), nulls, distinct
 values, min/max/mean/stdev or top values; duplicates of the key column. The
 full profile is written to DIR/<stem>.profile.json (DIR: ./acor-out). This
@@ -28,17 +32,15 @@ same command reports again without reading the file again, and an agent
 answering Input Needed with --key and the same --session loses no work.
 """
 
-import argparse
 import csv
 import difflib
 import json
 import os
 import re
 import shlex
-import sys
 import time
 
-from acor import AcorTool, ToolState
+from acor import AcorTool
 from profiler import (CsvProblem, Source, new_state, profile_chunk, read_header,
                       resume_source, summarize)
 
@@ -51,61 +53,46 @@ HEARTBEAT_AFTER = 5.0  # seconds without a section before a chunk ends with a he
 ID_NAME = re.compile(r"(?i:(?:.*[_\-\s.])?(?:id|uuid|guid|key))$|.*[a-z](?:Id|ID)$")
 
 
-class Fail(Exception):
-    """A failure reported as an ACOR Error section; exit_code ends the process."""
-    def __init__(self, code, message, recovery, details=None, exit_code=1):
-        super().__init__(message)
-        self.code, self.message, self.recovery, self.details, self.exit_code = \
-            code, message, recovery, details, exit_code
+def check_args(tool, args):
+    """What the schema cannot say: --key and --no-key exclude each other,
+    a delimiter is one character; the encoding's BOM is skipped."""
+    if args.key is not None and args.no_key:
+        tool.fail("E_USAGE", "--key and --no-key cannot be used together",
+                  recovery="Give one of them: --key COLUMN checks that column "
+                           "for duplicates, --no-key skips the check.",
+                  next=rerun_argv(args, "--no-key"))
+    if args.delimiter is not None:
+        delim = "\t" if args.delimiter in ("tab", "\\t") else args.delimiter
+        if len(delim) != 1:
+            tool.fail("E_USAGE", f"--delimiter must be one character (or "
+                                 f"'tab'), not {args.delimiter!r}",
+                      recovery="Pass one character, e.g. --delimiter ';', or "
+                               "leave it out to have it detected.",
+                      next=rerun_argv(args, "--delimiter", ","))
+        args.delimiter = delim
+    # utf-8 (the default) also reads a file that starts with a BOM
+    args.encoding = "utf-8-sig" if args.encoding.lower().replace("_", "-") \
+        in ("utf-8", "utf8") else args.encoding
 
 
-class Parser(argparse.ArgumentParser):
-    def error(self, message):  # an agent reads stdout: report usage mistakes there, in ACOR
-        raise Fail("E_USAGE", message, "Run `acor csvprofile --help` for the options, then "
-                   "rerun, e.g. `acor csvprofile data.csv --key id`.", exit_code=2)
-
-
-def delimiter(text):
-    text = "\t" if text in ("tab", "\\t") else text
-    if len(text) != 1:
-        raise argparse.ArgumentTypeError(f"must be one character (or 'tab'), not {text!r}")
-    return text
-
-
-def parse_args(argv):
-    p = Parser(prog="acor csvprofile", add_help=False,
-               description="Profile a CSV file: column types, nulls, distinct values, "
-                           "numeric stats, top values and duplicate keys.")
-    p.add_argument("file", nargs="?", metavar="FILE", help="the CSV file to profile")
-    key = p.add_mutually_exclusive_group()
-    key.add_argument("--key", metavar="COLUMN", help="column whose values should be unique "
-                     "(default: the obvious id column; asks when there is none)")
-    key.add_argument("--no-key", action="store_true", help="skip duplicate detection")
-    p.add_argument("--out", metavar="DIR",
-                   help="directory for <stem>.profile.json (default: ./acor-out)")
-    p.add_argument("--delimiter", type=delimiter, metavar="D",
-                   help="field delimiter: one character or 'tab' (default: detected)")
-    p.add_argument("--encoding", default="utf-8-sig", metavar="ENC",
-                   help="file encoding (default: utf-8)")
-    p.add_argument("--session", metavar="ID",
-                   help="resumable run: save a checkpoint after every chunk and, when "
-                        "session ID has one, carry on from it (e.g. --session orders-1)")
-    p.add_argument("--chunk-rows", type=int, default=CHUNK_ROWS, help=argparse.SUPPRESS)
-    p.add_argument("--slow", type=float, default=0.0, metavar="SECONDS",
-                   help=argparse.SUPPRESS)  # sleep after each chunk: for tests and demos
-    p.add_argument("-h", "--help", action="store_true", help="show this help")
-    return p, p.parse_args(argv)
-
-
-def rerun(args, *extra):
+def rerun_argv(args, *extra):
     """The exact command to run next: every option the user gave, with extra
     options (e.g. "--key", "id") replacing the ones of the same name."""
     argv = ["acor", "csvprofile", args.file]
-    for opt, value in (("--out", args.out), ("--delimiter", args.delimiter),
-                       ("--encoding", None if args.encoding == "utf-8-sig" else args.encoding),
+    for opt, value in (("--key", args.key), ("--no-key", args.no_key),
+                       ("--out", args.out), ("--delimiter", args.delimiter),
+                       ("--encoding", None if args.encoding == "utf-8-sig"
+                        else args.encoding),
                        ("--session", args.session)):
-        argv += [opt, value] if value and opt not in extra else []
-    return shlex.join(argv + list(extra))
+        if value and opt not in extra and not (
+                opt in ("--key", "--no-key") and
+                {"--key", "--no-key"} & set(extra)):
+            argv += [opt] if value is True else [opt, value]
+    return argv + list(extra)
+
+
+def rerun(args, *extra):
+    return shlex.join(rerun_argv(args, *extra))
 
 
 def plural(n, word):
@@ -117,28 +104,30 @@ def human(n):
         f"{n / (1 << 20):.1f} MB"
 
 
-def open_csv(args):
+def open_csv(tool, args):
     """The open file (binary: Source decodes it) and its delimiter."""
     path = args.file
     if not os.path.exists(path):
         here = os.path.dirname(path) or "."
         near = sorted(n for n in os.listdir(here) if n.lower().endswith((".csv", ".tsv"))) \
             if os.path.isdir(here) else []
-        with_file = lambda f: rerun(argparse.Namespace(**{**vars(args), "file": f}))
+        with_file = lambda f: rerun(type(args)(**{**vars(args), "file": f}))
         recovery = (f"Check the path (relative to {os.getcwd()}) with `ls {shlex.quote(here)}`,"
                     f" then run: {with_file('<path/to/file.csv>')}")
         guess = difflib.get_close_matches(os.path.basename(path), near, n=1, cutoff=0.8)
         if guess:  # a typo is the likeliest cause: offer the command for the near match
             guess = os.path.join(os.path.dirname(path), guess[0])
             recovery = f"If you meant {guess}, run: {with_file(guess)}. Otherwise: {recovery}"
-        raise Fail("E_FILE_NOT_FOUND", f"Cannot find {path}", recovery,
-                   details=f"CSV files in {here}: {', '.join(near[:10])}" if near else None)
+        tool.fail("E_FILE_NOT_FOUND", f"Cannot find {path}", recovery,
+                  details=f"CSV files in {here}: {', '.join(near[:10])}" if near else None,
+                  next=rerun_argv(type(args)(**{**vars(args), "file": guess})) if guess
+                  else ["ls", here])
     try:
         f = open(path, "rb")
     except OSError as exc:  # a directory, or no permission
-        raise Fail("E_FILE_UNREADABLE", f"Cannot read {path}: {exc.strerror}",
-                   f"Check it is a readable file (`ls -ld {shlex.quote(path)}`), then run: "
-                   f"{rerun(args)}")
+        tool.fail("E_FILE_UNREADABLE", f"Cannot read {path}: {exc.strerror}",
+                  f"Check it is a readable file (`ls -ld {shlex.quote(path)}`), then run: "
+                  f"{rerun(args)}", next=["ls", "-ld", path])
     if args.delimiter:
         return f, args.delimiter
     sample = f.read(65536).decode(args.encoding, errors="replace")
@@ -158,7 +147,7 @@ def begin(f, args, delim):
 
 
 def profile(tool, args):
-    f, delim = open_csv(args)
+    f, delim = open_csv(tool, args)
     with f:
         st = os.fstat(f.fileno())
         size = st.st_size
@@ -167,9 +156,10 @@ def profile(tool, args):
         source, records, names = begin(f, args, delim)
         if args.key and args.key not in names:
             close = [n for n in names if n.lower() == args.key.lower()]
-            raise Fail("E_KEY_NOT_FOUND", f"{args.file} has no column {args.key!r}",
-                       f"Run: {rerun(args, '--key', (close or names)[0])}  (columns: "
-                       f"{', '.join(names)})")
+            fixed = rerun_argv(args, "--key", (close or names)[0])
+            tool.fail("E_KEY_NOT_FOUND", f"{args.file} has no column {args.key!r}",
+                      f"Run: {shlex.join(fixed)}  (columns: {', '.join(names)})",
+                      next=fixed)
         # Without --key, remember every id-like column's values: the key is chosen after.
         keys = [names.index(args.key)] if args.key else [] if args.no_key else \
             [i for i, n in enumerate(names) if ID_NAME.match(n)]
@@ -214,11 +204,12 @@ def profile(tool, args):
                 time.sleep(args.slow)
     if state["ragged"]:
         bad = state["ragged_lines"]
-        raise Fail("E_CSV_PARSE", f"{state['ragged']} rows of {args.file} do not have "
-                   f"{len(names)} fields; the first is at line {bad[0][0]}",
-                   f"Fix those lines (quote fields that contain {delim!r}); if most lines "
-                   f"are wrong, pass the right --delimiter. Then run: {rerun(args)}",
-                   details="; ".join(f"line {ln}: {n} fields" for ln, n in bad))
+        tool.fail("E_CSV_PARSE", f"{state['ragged']} rows of {args.file} do not have "
+                  f"{len(names)} fields; the first is at line {bad[0][0]}",
+                  f"Fix those lines (quote fields that contain {delim!r}); if most lines "
+                  f"are wrong, pass the right --delimiter. Then run: {rerun(args)}",
+                  details="; ".join(f"line {ln}: {n} fields" for ln, n in bad),
+                  next=["sed", "-n", f"{bad[0][0]}p", args.file])
     return report(tool, args, state, names, size, delim, source.sha256.hexdigest())
 
 
@@ -227,9 +218,9 @@ def start_session(tool, args):
     try:
         tool.session(args.session, keep=2)  # cumulative state: the newest suffices
     except (TypeError, ValueError) as exc:
-        raise Fail("E_USAGE", f"--session: {exc}", "Run again with a valid id, e.g. "
-                   f"{rerun(argparse.Namespace(**{**vars(args), 'session': 'orders-1'}))}",
-                   exit_code=2)
+        fixed = rerun_argv(args, "--session", "orders-1")
+        tool.fail("E_USAGE", f"--session: {exc}",
+                  f"Run again with a valid id, e.g. {shlex.join(fixed)}", next=fixed)
 
 
 def resume(tool, args, f, identity, delim, names, keys):
@@ -239,12 +230,12 @@ def resume(tool, args, f, identity, delim, names, keys):
     try:
         last = tool.resume()
     except CorruptSessionError as exc:
-        raise Fail("E_SESSION_CORRUPT", f"Session {args.session} cannot be read", str(exc),
-                   details=exc.path)
+        tool.fail("E_SESSION_CORRUPT", f"Session {args.session} cannot be read", str(exc),
+                  details=exc.path)
     except OSError as exc:  # e.g. the state dir is a file
-        raise Fail("E_STATE_READ", f"Cannot read session {args.session}: "
-                   f"{exc.strerror or exc}", STATE_DIR_HINT + rerun(args),
-                   details=getattr(exc, "filename", None))
+        tool.fail("E_STATE_READ", f"Cannot read session {args.session}: "
+                  f"{exc.strerror or exc}", STATE_DIR_HINT + rerun(args),
+                  details=getattr(exc, "filename", None))
     if last is None:
         tool.status("working", f"Session {args.session} has no checkpoint yet: starting "
                                f"at byte 0")
@@ -300,14 +291,14 @@ def save(tool, args, checkpoint_id, state):
     try:
         tool.checkpoint(checkpoint_id, state)
     except TimeoutError as exc:
-        raise Fail("E_SESSION_LOCKED", f"Cannot save checkpoint {checkpoint_id} of session "
-                   f"{args.session}: it stays locked", "Another run of this session is "
-                   "saving to it: wait for it to finish, or use another --session.",
-                   details=str(exc))
+        tool.fail("E_SESSION_LOCKED", f"Cannot save checkpoint {checkpoint_id} of session "
+                  f"{args.session}: it stays locked", "Another run of this session is "
+                  "saving to it: wait for it to finish, or use another --session.",
+                  details=str(exc))
     except OSError as exc:
-        raise Fail("E_STATE_WRITE", f"Cannot save checkpoint {checkpoint_id} of session "
-                   f"{args.session}: {exc.strerror or exc}",
-                   STATE_DIR_HINT + rerun(args), details=getattr(exc, "filename", None))
+        tool.fail("E_STATE_WRITE", f"Cannot save checkpoint {checkpoint_id} of session "
+                  f"{args.session}: {exc.strerror or exc}",
+                  STATE_DIR_HINT + rerun(args), details=getattr(exc, "filename", None))
 
 
 def choose_key(tool, args, state, names):
@@ -325,11 +316,18 @@ def choose_key(tool, args, state, names):
            "No column named like an id is unique; these columns have a distinct value "
            "in every row" if unique else "No column has a distinct value in every row")
     listing = "".join(f"\n- {n}" for n in near or unique)
+    # With a session, the answer resumes at the end of the file: no work is lost.
+    ask = rerun_argv(args, "--key", "<KEY>")
     tool.input_needed(
         f"csvprofile needs the key column of {args.file} (the column whose values should "
         f"be unique) to look for duplicates. {why}.{listing}\n\n"
-        f"Run this command with your choice of column:\n{rerun(args, '--key', '<column>')}"
-        f"\n\nOr profile without duplicate detection:\n{rerun(args, '--no-key')}")
+        f"Run this command with your choice of column:\n{shlex.join(ask)}"
+        f"\n\nOr profile without duplicate detection:\n{rerun(args, '--no-key')}",
+        fields={"key": {"type": "string", **({"enum": near or unique} if near or unique
+                                             else {}),
+                        "description": f"the column of {args.file} whose values "
+                                       f"should be unique"}},
+        next=ask)
 
 
 def report(tool, args, state, names, size, delim, sha256):
@@ -354,8 +352,9 @@ def report(tool, args, state, names, size, delim, sha256):
             json.dump(prof, f, indent=2, ensure_ascii=False)
         os.replace(out + ".tmp", out)
     except OSError as exc:
-        raise Fail("E_OUTPUT_WRITE", f"Cannot write {out}: {exc.strerror}",
-                   f"Choose a writable directory: {rerun(args, '--out', '/tmp/acor-out')}")
+        fixed = rerun_argv(args, "--out", "/tmp/acor-out")
+        tool.fail("E_OUTPUT_WRITE", f"Cannot write {out}: {exc.strerror}",
+                  f"Choose a writable directory: {shlex.join(fixed)}", next=fixed)
 
     # Directives only for what needs fixing, with the lines to look at.
     issues = []
@@ -398,37 +397,30 @@ def report(tool, args, state, names, size, delim, sha256):
     ) if s])
 
 
-def main(argv=None):
+def main():
     with AcorTool() as tool:
+        args = tool.parse_args()  # --help and usage errors end the run here
+        check_args(tool, args)
+        if args.session is not None:
+            start_session(tool, args)
         try:
-            parser, args = parse_args(sys.argv[1:] if argv is None else argv)
-            if args.help:  # help is an answer, not a failure
-                tool.output(parser.format_help())
-                return 0
-            if not args.file:  # optional for argparse only so that --help needs none
-                parser.error("the following arguments are required: FILE")
-            if args.session is not None:
-                start_session(tool, args)
-            try:
-                profile(tool, args)
-            except CsvProblem as p:  # the engine knows the line; the CLI knows the next step
-                span = p.first_line if p.first_line == p.last_line else \
-                    f"{p.first_line}-{p.last_line}"
-                raise Fail(p.code, f"{args.file}: {p}", {
-                    "E_CSV_PARSE": f"Fix the quoting of the record at line {span} (see "
-                                   f"`sed -n '{p.first_line},{p.last_line}p' "
-                                   f"{shlex.quote(args.file)}`), then run: {rerun(args)}",
-                    "E_CSV_ENCODING": f"Find the file's encoding (`file -i "
-                                      f"{shlex.quote(args.file)}`), then run e.g.: "
-                                      f"{rerun(args, '--encoding', 'latin-1')}",
-                    "E_CSV_EMPTY": "Check this is the right file (it is empty), or "
-                                   "regenerate it, then run again."}[p.code])
-        except Fail as f:
-            tool.error(f.code, f.message, recovery=f.recovery, details=f.details)
-            tool.stop(ToolState.FAILED)
-            return f.exit_code
-    return 0
+            profile(tool, args)
+        except CsvProblem as p:  # the engine knows the line; the CLI knows the next step
+            span = p.first_line if p.first_line == p.last_line else \
+                f"{p.first_line}-{p.last_line}"
+            quoted = shlex.quote(args.file)
+            tool.fail(p.code, f"{args.file}: {p}", {
+                "E_CSV_PARSE": f"Fix the quoting of the record at line {span} (see "
+                               f"`sed -n '{p.first_line},{p.last_line}p' {quoted}`), "
+                               f"then run: {rerun(args)}",
+                "E_CSV_ENCODING": f"Find the file's encoding (`file -i {quoted}`), then "
+                                  f"run e.g.: {rerun(args, '--encoding', 'latin-1')}",
+                "E_CSV_EMPTY": "Check this is the right file (it is empty), or "
+                               "regenerate it, then run again."}[p.code],
+                next={"E_CSV_PARSE": ["sed", "-n", f"{p.first_line},{p.last_line}p",
+                                      args.file],
+                      "E_CSV_ENCODING": ["file", "-i", args.file]}.get(p.code))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

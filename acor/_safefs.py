@@ -1,0 +1,257 @@
+"""Files in a directory that someone else may have filled.
+
+A repository can commit anything under ``.acor/state`` (a session file that
+is a link to ``/dev/zero``, a tool folder that is a link elsewhere, a FIFO),
+and a cache dir may be shared. :class:`Folder` opens the directory once,
+without following a link, and does everything else relative to that
+descriptor:
+
+- reads take regular files only (never a link, a FIFO, a device, a
+  directory; opened ``O_NONBLOCK`` so a FIFO is refused, not waited on),
+  and at most a given number of bytes;
+- writes go to a new temp file (``O_CREAT | O_EXCL | O_NOFOLLOW``, so
+  nothing already there is written through), renamed over the target;
+- locks are an exclusive ``flock`` on a regular lock file opened the same
+  way.
+
+Whatever is refused raises :class:`Unsafe`, whose ``reason`` is a phrase
+for a message ("it is a FIFO, not a regular file"). Where the platform has
+no ``dir_fd`` (Windows), paths are used and links are refused by ``lstat``
+first. Standard library only (``filelock`` where there is no ``fcntl``).
+"""
+
+import errno
+import os
+import stat
+import time
+
+# Absent flags are 0 where the platform lacks them (never on Linux/macOS).
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FD = os.open in os.supports_dir_fd and bool(NOFOLLOW and DIRECTORY)
+LINK = "it is a symbolic link, which acor does not follow there"
+
+
+class Unsafe(Exception):
+    """A path acor will not use as it is; ``reason`` says why."""
+
+    def __init__(self, reason):
+        super().__init__(reason)
+        self.reason = reason
+
+
+def size(count):
+    """A byte count for a message: ``16 MiB``, ``4000 bytes``."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if count >= 1 << shift and count % (1 << shift) == 0:
+            return f"{count >> shift} {unit}"
+    return f"{count} bytes"
+
+
+def describe(mode):
+    """What a file that is not a regular one is, for a message."""
+    for test, what in ((stat.S_ISDIR, "a directory"),
+                       (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISLNK, "a symbolic link")):
+        if test(mode):
+            return what
+    return "not a regular file"
+
+
+def _is_link_error(exc, path):
+    # Linux and macOS say ELOOP for O_NOFOLLOW on a link, FreeBSD EMLINK;
+    # with O_DIRECTORY Linux says ENOTDIR: ask lstat then.
+    return exc.errno in (errno.ELOOP, errno.EMLINK) or os.path.islink(path)
+
+
+class Folder:
+    """A directory opened once, without following a link (see the module
+    docstring). Use :meth:`open`; close it, or use it in ``with``."""
+
+    def __init__(self, path, fd):
+        self.path = path
+        self.fd = fd
+
+    @classmethod
+    def open(cls, path, create=None):
+        """The folder at ``path``; None if it does not exist (``create``
+        None) or is a plain file. ``create``: a mode to make it with (and
+        its parents) if missing. Unsafe if it is a symbolic link (or, with
+        ``create``, a plain file); OSError if it cannot be made or opened
+        (a parent that is a file, no permission)."""
+        if create is not None:
+            try:
+                os.makedirs(path, mode=create, exist_ok=True)
+            except FileExistsError:  # a dangling link or a file: see below
+                pass
+        if not _DIR_FD:  # pragma: no cover - Windows
+            if os.path.islink(path):
+                raise Unsafe(LINK)
+            if os.path.isdir(path):
+                return cls(path, None)
+            if create is not None and os.path.lexists(path):
+                raise Unsafe("it is not a directory")
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY | DIRECTORY | NOFOLLOW | CLOEXEC)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if _is_link_error(exc, path):
+                raise Unsafe(LINK) from None
+            if exc.errno == errno.ENOTDIR and os.path.lexists(path):
+                # A plain file where the folder would be: not one we made.
+                if create is not None:
+                    raise Unsafe("it is not a directory") from None
+                return None
+            raise
+        return cls(path, fd)
+
+    def _at(self, name):
+        return name if self.fd is not None else os.path.join(self.path, name)
+
+    def stat(self):
+        return os.fstat(self.fd) if self.fd is not None else \
+            os.stat(self.path)
+
+    def _open(self, name, flags, mode=0o777):
+        if self.fd is None and os.path.islink(self._at(name)):
+            raise OSError(errno.ELOOP, "is a symbolic link", self._at(name))
+        return os.open(self._at(name), flags | NOFOLLOW | CLOEXEC, mode,
+                       dir_fd=self.fd)
+
+    def _open_regular(self, name, flags, mode=0o777):
+        """A descriptor for regular file ``name``, or Unsafe (a link, a
+        FIFO, a device, ...); FileNotFoundError if it is missing."""
+        try:
+            fd = self._open(name, flags | NONBLOCK, mode)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            if _is_link_error(exc, os.path.join(self.path, name)):
+                raise Unsafe(LINK) from None
+            raise Unsafe(f"it cannot be opened: {exc.strerror}") from None
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            os.close(fd)
+            raise Unsafe(f"it is {describe(st.st_mode)}, not a regular file")
+        return fd, st
+
+    def read(self, name, limit, owner=None):
+        """The bytes of regular file ``name`` (None if it is missing), or
+        Unsafe if it is not a regular file, is over ``limit`` bytes, or is
+        not owned by uid ``owner`` (when given)."""
+        try:
+            fd, st = self._open_regular(name, os.O_RDONLY)
+        except FileNotFoundError:
+            return None
+        with open(fd, "rb") as f:
+            if owner is not None and st.st_uid != owner:
+                raise Unsafe(f"it is owned by uid {st.st_uid}, not {owner}")
+            # st_size first: a huge file is refused without reading it.
+            data = b"" if st.st_size > limit else f.read(limit + 1)
+        if st.st_size > limit or len(data) > limit:
+            raise Unsafe(f"it is over the {size(limit)} such a file may "
+                         "hold")
+        return data
+
+    def write(self, name, data, temp, durable=False):
+        """Replace ``name`` with ``data`` atomically: a new file ``temp``
+        (refused if anything is there), renamed over ``name``; with
+        ``durable``, both the file and the rename are fsync'ed."""
+        fd = self._open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                if durable:
+                    f.flush()
+                    os.fsync(f.fileno())
+            os.replace(self._at(temp), self._at(name),
+                       src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except BaseException:
+            try:
+                self.remove(temp)
+            except OSError:
+                pass
+            raise
+        if durable:
+            self.sync()
+
+    def lock(self, name, timeout):
+        """Hold an exclusive lock on ``name`` (created if missing): a
+        context manager. ``timeout`` seconds to wait (0: try once; None or
+        below 0: forever), then TimeoutError; Unsafe if ``name`` is not a
+        regular file."""
+        try:
+            import fcntl  # here: only writers pay for it
+        except ImportError:  # pragma: no cover - Windows
+            return _filelock(os.path.join(self.path, name), timeout)
+        fd, _ = self._open_regular(name, os.O_RDWR | os.O_CREAT, 0o600)
+        deadline = None if timeout is None or timeout < 0 else \
+            time.monotonic() + timeout
+        try:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    return _Held(fd)
+                except BlockingIOError:
+                    pass
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise TimeoutError(name)
+                time.sleep(0.005)  # holders work for milliseconds
+        except BaseException:
+            os.close(fd)
+            raise
+
+    def remove(self, name):
+        os.remove(self._at(name), dir_fd=self.fd)
+
+    def listdir(self):
+        return os.listdir(self.fd if self.fd is not None else self.path)
+
+    def sync(self):
+        """Make renames and removals in the folder durable."""
+        if self.fd is not None:  # Windows cannot fsync a directory
+            os.fsync(self.fd)
+
+    def close(self):
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+class _Held:
+    """A held ``flock``: leaving the ``with`` block releases it."""
+
+    def __init__(self, fd):
+        self.fd = fd
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        os.close(self.fd)  # closing the descriptor releases the flock
+
+
+def _filelock(path, timeout):  # pragma: no cover - Windows
+    try:
+        import filelock
+    except ImportError:
+        raise ImportError("locking needs filelock here: "
+                          "pip install filelock") from None
+    lock = filelock.FileLock(path, timeout=-1 if timeout is None else timeout)
+    try:
+        return lock.acquire(poll_interval=0.005)
+    except filelock.Timeout:
+        raise TimeoutError(path) from None

@@ -1,0 +1,141 @@
+"""argparse parsers built from an args schema (see :mod:`acor.args`).
+
+Imported only by tools that parse their arguments: argparse and its
+gettext cost more than the rest of a small tool.
+"""
+
+import argparse
+import math
+
+from .args import (HelpRequested, UsageError, checked_properties, flag_names,
+                   metavar, positionals, usage, value_problems)
+
+
+def _converter(prop):
+    """argparse's ``type`` for one value: converts and checks the bounds."""
+    kind = prop.get("type")
+
+    def convert(text):
+        if kind == "integer":
+            try:
+                value = int(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(
+                    f"must be an integer, not {text!r}") from None
+        elif kind == "number":
+            try:
+                value = float(text)
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise argparse.ArgumentTypeError(
+                    f"must be a number, not {text!r}")
+        else:
+            value = text
+        problems = value_problems("", {k: v for k, v in prop.items()
+                                        if k != "enum"}, value)
+        if problems:
+            raise argparse.ArgumentTypeError(problems[0][2:])
+        return value
+    convert.__name__ = kind  # argparse names the type in some messages
+    return convert
+
+
+class _Help(argparse.Action):
+    """-h/--help that raises HelpRequested (at once, so that missing
+    required arguments do not hide the help)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0,
+                         default=argparse.SUPPRESS, help="show this help")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        raise HelpRequested(parser.format_help())
+
+
+class _Formatter(argparse.HelpFormatter):
+    """Help at a fixed width: it is read by agents as often as on a
+    terminal, and argparse would import shutil (3 ms) to ask the terminal."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24,
+                 width=None):
+        super().__init__(prog, indent_increment, max_help_position,
+                         width or 78)
+
+
+class _RaisingParser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message, self.format_usage().strip())
+
+
+def build(parser_class, prog, schema, description=None, help_action="help"):
+    """A ``parser_class`` parser with one argument per property."""
+    props = checked_properties(schema)
+    required = set(schema.get("required", []))
+    # argparse %-formats usage and help texts: a literal % must be doubled.
+    parser = parser_class(
+        prog=prog, usage=usage(prog, schema).replace("%", "%%"),
+        add_help=False, allow_abbrev=False, formatter_class=_Formatter,
+        description=schema.get("description") or description)
+    taken = {p["x-acor"].get("flag") for p in props.values()}
+    helps = [f for f in ("-h", "--help") if f not in taken]
+    if helps:
+        parser.add_argument(*helps, action=help_action,
+                            help="show this help")
+    for name in positionals(props):
+        prop = props[name]
+        kwargs = {"metavar": metavar(name, prop), "help": _help(prop)}
+        if prop["type"] == "array":
+            kwargs.update(nargs="+" if name in required else "*",
+                          type=_converter(prop["items"]),
+                          default=prop.get("default", []))
+            kwargs.update(_choices(prop["items"]))
+        else:
+            kwargs.update(type=_converter(prop), **_choices(prop))
+            if name not in required:
+                kwargs.update(nargs="?", default=prop.get("default"))
+        parser.add_argument(name, **kwargs)
+    for name in flag_names(props):
+        prop = props[name]
+        flag = prop["x-acor"]["flag"]
+        help_text = argparse.SUPPRESS if prop["x-acor"].get("hidden") \
+            else _help(prop)
+        kwargs = {"dest": name, "help": help_text}
+        if prop["type"] == "boolean":
+            kwargs.update(action="store_true")
+        else:
+            kwargs.update(metavar=metavar(name, prop),
+                          required=name in required)
+            item = prop["items"] if prop["type"] == "array" else prop
+            kwargs.update(type=_converter(item), **_choices(item))
+            if prop["type"] != "array":
+                kwargs.update(default=prop.get("default"))
+            elif prop["x-acor"].get("repeat"):
+                kwargs.update(action="append", default=None)
+            else:  # several values after the flag; given twice, extends
+                kwargs.update(action="extend", nargs="+", default=None)
+        parser.add_argument(flag, **kwargs)
+    return parser
+
+
+def _help(prop):
+    text = prop.get("description", "")
+    if prop.get("default") not in (None, False, [], ""):
+        text = f"{text} (default: {prop['default']})".lstrip()
+    return text.replace("%", "%%") or None
+
+
+def _choices(prop):
+    return {"choices": prop["enum"]} if "enum" in prop else {}
+
+
+def parse(schema, argv, prog, description=None) -> argparse.Namespace:
+    """Parse ``argv`` with ``schema``: a Namespace with one attribute per
+    property (absent values are their defaults; an array flag not given is
+    its default or []). Raises UsageError or HelpRequested, never exits."""
+    parser = build(_RaisingParser, prog, schema, description, _Help)
+    values = parser.parse_args(list(argv))
+    for name, prop in schema.get("properties", {}).items():
+        if prop["type"] == "array" and getattr(values, name) is None:
+            setattr(values, name, list(prop.get("default", [])))
+    return values

@@ -1,0 +1,379 @@
+"""Argument schemas: a tool's arguments, described once in its manifest.
+
+A manifest's ``"args"`` is a JSON Schema object (a subset of draft 2020-12)
+whose properties say, under ``"x-acor"``, how each value reaches the
+command line::
+
+    "args": {
+      "type": "object",
+      "properties": {
+        "file":  {"type": "string", "description": "the CSV file",
+                  "x-acor": {"position": 0}},
+        "key":   {"type": "string", "x-acor": {"flag": "--key"}},
+        "tag":   {"type": "array", "items": {"type": "string"},
+                  "x-acor": {"flag": "--tag", "repeat": true}},
+        "quiet": {"type": "boolean", "x-acor": {"flag": "--quiet"}}
+      },
+      "required": ["file"],
+      "additionalProperties": false
+    }
+
+Types: string, integer, number, boolean, or an array of one of the first
+three; with ``enum``, ``default``, ``minimum``/``maximum`` and
+``description``. ``x-acor`` holds ``position`` (0, 1, ...; an array may be
+the last) or ``flag`` (a boolean is a presence flag; an array's flag comes
+once per item with ``"repeat": true``, once before all items otherwise),
+and may hold ``"metavar"`` (how usage and help name the value, e.g.
+"COLUMN") and ``"hidden": true`` (an option people and agents are not
+shown: tests, demos); other ``x-acor`` keys are ignored.
+
+:func:`validate` checks the values of a call (a dict, as from JSON);
+:func:`to_argv` turns valid values into an argv; :func:`to_argparse` builds
+the parser :meth:`acor.AcorTool.parse_args` uses; :func:`usage` and
+:func:`public_schema` describe the tool to people and agents.
+"""
+
+import json
+import math
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import argparse
+
+SCALARS = ("string", "integer", "number", "boolean")
+_TOP_KEYS = {"type", "properties", "required", "additionalProperties",
+             "description", "title", "$schema"}
+_KEYS = {"type", "description", "title", "enum", "default", "minimum",
+         "maximum", "items", "x-acor"}
+
+
+class SchemaError(ValueError):
+    """The schema itself is wrong (the tool author's mistake)."""
+
+
+class UsageError(Exception):
+    """A command line the schema does not accept; ``usage`` is the usage
+    line, as argparse prints it."""
+
+    def __init__(self, message, usage):
+        super().__init__(message)
+        self.message, self.usage = message, usage
+
+
+class HelpRequested(Exception):
+    """``--help`` was given; ``text`` is the help."""
+
+    def __init__(self, text):
+        super().__init__(text)
+        self.text = text
+
+
+# --- the schema -----------------------------------------------------------
+
+def schema_problems(schema) -> "list[str]":
+    """Every way ``schema`` is not an args schema this module understands;
+    [] when it is."""
+    if not isinstance(schema, dict):
+        return [f"args must be an object, not {_describe(schema)}"]
+    props = schema.get("properties", {})
+    if not isinstance(props, dict):
+        return [f"args.properties must be an object, not {_describe(props)}"]
+    problems = [f"args: unknown key {key!r}" for key in schema
+                if key not in _TOP_KEYS]
+    if schema.get("type", "object") != "object":
+        problems.append('args.type must be "object"')
+    if schema.get("additionalProperties", True) not in (True, False):
+        problems.append("args.additionalProperties must be true or false")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(r in props for r in required):
+        problems.append("args.required must list property names")
+    positions, flags = {}, set()
+    for name, prop in props.items():
+        if not (isinstance(name, str) and name.isascii() and name.replace(
+                "_", "a").replace("-", "a").isalnum()):
+            problems.append(f"args.properties: {name!r} is not a name of "
+                            f"letters, digits, '_' and '-'")
+        problems += _property_problems(f"args.properties.{name}", prop)
+        where = prop.get("x-acor") if isinstance(prop, dict) else None
+        if not isinstance(where, dict):
+            continue
+        if "position" in where:
+            positions[where["position"]] = name
+        elif where.get("flag") in flags:
+            problems.append(f"args.properties.{name}: flag {where['flag']} "
+                            f"is used twice")
+        else:
+            flags.add(where.get("flag"))
+    if sorted(positions) != list(range(len(positions))):
+        problems.append(f"positions must be 0, 1, 2, ... without gaps or "
+                        f"repeats, not {sorted(positions)}")
+    arrays = [n for p, n in positions.items()
+              if props[n].get("type") == "array" and p != len(positions) - 1]
+    if arrays:
+        problems.append(f"args.properties.{arrays[0]}: only the last "
+                        f"positional argument can be an array")
+    return problems
+
+
+def _property_problems(path, prop):
+    if not isinstance(prop, dict):
+        return [f"{path} must be an object"]
+    problems = [f"{path}: unknown key {key!r}" for key in prop
+                if key not in _KEYS]
+    kind = prop.get("type")
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, dict) or items.get("type") not in \
+                ("string", "integer", "number"):
+            problems.append(f"{path}.items must be a string, integer or "
+                            f"number schema")
+    elif kind not in SCALARS:
+        problems.append(f"{path}.type must be one of {', '.join(SCALARS)} "
+                        f"or array, not {kind!r}")
+    if "enum" in prop and not (isinstance(prop["enum"], list)
+                               and prop["enum"]):
+        problems.append(f"{path}.enum must be a non-empty list")
+    where = prop.get("x-acor")
+    if not isinstance(where, dict) or \
+            ("position" in where) == ("flag" in where):
+        return problems + [f'{path}: x-acor needs "position" or "flag"']
+    # Other x-acor keys are ignored: later versions may add some.
+    for bound in ("minimum", "maximum"):
+        if bound in prop and (isinstance(prop[bound], bool) or
+                              not isinstance(prop[bound], (int, float))):
+            problems.append(f"{path}.{bound} must be a number")
+    if "position" in where:
+        if type(where["position"]) is not int or where["position"] < 0:
+            problems.append(f"{path}: x-acor position must be 0 or more")
+        if kind == "boolean":
+            problems.append(f"{path}: a boolean must be a flag")
+    elif not (isinstance(where["flag"], str) and where["flag"].startswith("-")
+              and len(where["flag"]) > 1 and " " not in where["flag"]
+              and "=" not in where["flag"]):
+        problems.append(f"{path}: x-acor flag must look like --name")
+    if where.get("repeat") and kind != "array":
+        problems.append(f"{path}: x-acor repeat is for arrays")
+    if kind == "boolean" and prop.get("default", False) is not False:
+        problems.append(f"{path}: a presence flag's default must be false")
+    return problems
+
+
+def checked_properties(schema):
+    """The schema's properties; SchemaError lists every problem."""
+    problems = schema_problems(schema)
+    if problems:
+        raise SchemaError("invalid args schema: " + "; ".join(problems))
+    return schema.get("properties", {})
+
+
+def positionals(props):
+    """Names of the positional properties, in position order."""
+    return sorted((n for n, p in props.items() if "position" in p["x-acor"]),
+                  key=lambda n: props[n]["x-acor"]["position"])
+
+
+def flag_names(props):
+    """Names of the flag properties, in the schema's order."""
+    return [n for n, p in props.items() if "flag" in p["x-acor"]]
+
+
+def public_schema(schema) -> dict:
+    """The schema as people and agents see it: no ``x-acor`` keys and no
+    hidden properties."""
+    def strip(value):
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "x-acor"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+    hidden = {n for n, p in schema.get("properties", {}).items()
+              if isinstance(p, dict) and isinstance(p.get("x-acor"), dict)
+              and p["x-acor"].get("hidden")}
+    public = {}
+    for key, value in schema.items():
+        if key == "properties":
+            value = {n: p for n, p in value.items() if n not in hidden}
+        elif key == "required":
+            value = [n for n in value if n not in hidden]
+        public[key] = strip(value)
+    return public
+
+
+# --- values (a call, as JSON) ---------------------------------------------
+
+def _describe(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {json.dumps(value, ensure_ascii=False)}"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return f"a {type(value).__name__}"
+
+
+_A = {"string": "a string", "integer": "an integer", "number": "a number",
+      "boolean": "a boolean", "array": "an array"}
+
+
+def _is(kind, value):
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if isinstance(value, float) and not math.isfinite(value):
+        return False
+    return kind == "number" or value == int(value)  # 3.0 is an integer
+
+
+def value_problems(path, prop, value):
+    """What is wrong with one value of property ``prop`` ([] if nothing)."""
+    kind = prop.get("type")
+    if kind == "array":
+        if not isinstance(value, list):
+            return [f"{path}: must be an array, not {_describe(value)}"]
+        return [p for i, item in enumerate(value)
+                for p in value_problems(f"{path}[{i}]", prop["items"], item)]
+    if not _is(kind, value):
+        return [f"{path}: must be {_A[kind]}, not {_describe(value)}"]
+    if "enum" in prop and value not in prop["enum"]:
+        choices = ", ".join(json.dumps(c, ensure_ascii=False)
+                            for c in prop["enum"])
+        return [f"{path}: must be one of {choices}, not {_describe(value)}"]
+    if "minimum" in prop and value < prop["minimum"]:
+        return [f"{path}: must be at least {prop['minimum']}, not {value}"]
+    if "maximum" in prop and value > prop["maximum"]:
+        return [f"{path}: must be at most {prop['maximum']}, not {value}"]
+    return []
+
+
+def validate(schema, values) -> "list[str]":
+    """Every way ``values`` (a dict, as from JSON) breaks ``schema``, each
+    naming its field ("path: must be a string, not the number 3");
+    [] when the values are valid."""
+    props = checked_properties(schema)
+    if not isinstance(values, dict):
+        return [f"the arguments must be an object, not {_describe(values)}"]
+    problems = [f"{name}: is required" for name in schema.get("required", [])
+                if name not in values]
+    for name, value in values.items():
+        if name in props:
+            problems += value_problems(name, props[name], value)
+        elif schema.get("additionalProperties", True) is False:
+            known = ", ".join(props) or "none"
+            problems.append(f"{name}: is not an argument of this tool "
+                            f"(arguments: {known})")
+    return problems
+
+
+def _text(prop, value):
+    if prop.get("type") == "integer":
+        return str(int(value))
+    return value if isinstance(value, str) else repr(value)
+
+
+def _option(flag, text):
+    """A flag and its value as argv items. A value starting with "-" is
+    attached, so that no parser can take it for an option."""
+    if not text.startswith("-"):
+        return [flag, text]
+    return [f"{flag}={text}" if flag.startswith("--") else flag + text]
+
+
+def to_argv(schema, values) -> "list[str]":
+    """The argv for ``values``: flags first (in the schema's order), then
+    ``--`` and the positional values in order, so that a value starting
+    with "-" cannot act as a flag. Values not given are not written (the
+    tool applies its defaults). Raises ValueError for invalid values."""
+    problems = validate(schema, values)
+    if problems:
+        raise ValueError("; ".join(problems))
+    props = schema.get("properties", {})
+    argv, positional = [], []
+    for name in flag_names(props):
+        if name not in values:
+            continue
+        prop, value = props[name], values[name]
+        flag = prop["x-acor"]["flag"]
+        if prop["type"] == "boolean":
+            argv += [flag] if value else []
+        elif prop["type"] == "array":
+            texts = [_text(prop["items"], v) for v in value]
+            if prop["x-acor"].get("repeat"):
+                argv += [a for t in texts for a in _option(flag, t)]
+            elif any(t.startswith("-") for t in texts):
+                # Attached, one by one: the parser extends the list.
+                argv += [a for t in texts for a in _option(flag, t)]
+            elif texts:
+                argv += [flag, *texts]
+        else:
+            argv += _option(flag, _text(prop, value))
+    for name in positionals(props):
+        if name in values:
+            prop, value = props[name], values[name]
+            positional += [_text(prop["items"], v) for v in value] \
+                if prop["type"] == "array" else [_text(prop, value)]
+    return argv + (["--", *positional] if positional else [])
+
+
+# --- usage and argparse ---------------------------------------------------
+
+def metavar(name, prop):
+    """How the value is named in usage and help: x-acor's "metavar", else
+    the property's name in capitals."""
+    given = prop["x-acor"].get("metavar")
+    if isinstance(given, str) and given and given.isprintable():
+        return given
+    return name.upper().replace("-", "_")
+
+
+def usage(name, schema) -> str:
+    """The usage line, starting with ``name`` (e.g. "acor hello"):
+    positional arguments, then flags; optional ones in brackets."""
+    props = checked_properties(schema)
+    required = set(schema.get("required", []))
+    parts = [name]
+    for arg in positionals(props):
+        meta = metavar(arg, props[arg])
+        if props[arg]["type"] == "array":
+            parts.append(f"{meta} [{meta} ...]" if arg in required
+                         else f"[{meta} ...]")
+        else:
+            parts.append(meta if arg in required else f"[{meta}]")
+    for arg in flag_names(props):
+        prop = props[arg]
+        if prop["x-acor"].get("hidden"):
+            continue
+        flag = prop["x-acor"]["flag"]
+        text = flag if prop["type"] == "boolean" else \
+            f"{flag} {metavar(arg, prop)}"
+        if prop["type"] == "array" and not prop["x-acor"].get("repeat"):
+            text += " ..."  # several values after one flag
+        text = text if arg in required else f"[{text}]"
+        parts.append(text + ("..." if prop["x-acor"].get("repeat") else ""))
+    return " ".join(parts)
+
+
+def to_argparse(prog, schema) -> "argparse.ArgumentParser":
+    """An argparse parser for ``schema``; ``prog`` starts the usage line
+    (e.g. "acor hello"). It behaves as argparse does: a usage error or
+    --help prints and exits."""
+    import argparse
+
+    from .argparsing import build
+    return build(argparse.ArgumentParser, prog, schema)
+
+
+def parse(schema, argv, prog, description=None) -> "argparse.Namespace":
+    """Parse ``argv`` with ``schema``: a Namespace with one attribute per
+    property (absent values are their defaults; an array flag not given is
+    its default or []). Raises UsageError or HelpRequested, never exits."""
+    from .argparsing import parse as parse_argv
+    return parse_argv(schema, argv, prog, description)

@@ -1,0 +1,113 @@
+"""Checks of what a tool passes to AcorTool, and the events built from it.
+
+Each check raises TypeError or ValueError naming the argument and what it
+must be, before anything is written.
+"""
+
+import os
+
+from .events import Error
+
+
+def state_error(message):
+    """An AcorStateError (errors.py is imported only by a misuse)."""
+    from .errors import AcorStateError
+    return AcorStateError(message)
+
+
+def text(value, what):
+    if not isinstance(value, str):
+        raise TypeError(f"{what} must be a string, not {type(value).__name__}")
+    return value
+
+
+def argv(value, what="next"):
+    """An argv list (``next``): a list or tuple of strings, or None."""
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+            not value or not all(isinstance(a, str) for a in value):
+        raise TypeError(f"{what} must be a non-empty list of strings (an argv "
+                        f"to run as is), not {value!r}")
+    return list(value)
+
+
+def error_event(code, message, recovery, details, next):
+    code = text(code, "error code")
+    from . import grammar
+    if not grammar.is_error_code(code):
+        raise ValueError(f"error code must be letters, digits, '_', '.', "
+                         f"':' or '-', like E_FILE_NOT_FOUND; not {code!r}")
+    if isinstance(message, Exception):
+        message = str(message)
+    return Error(text(message, "error message"), code,
+                 None if details is None else text(details, "details"),
+                 None if recovery is None else text(recovery, "recovery"),
+                 argv(next))
+
+
+_FIELD_KEYS = {"type", "description", "enum", "default", "minimum",
+               "maximum"}
+_FIELD_TYPES = ("string", "integer", "number", "boolean")
+
+
+def input_fields(value):
+    """Input Needed's fields: {name: flat JSON Schema property}, or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise TypeError(f"fields must be a non-empty dict of {{name: "
+                        f"property}}, not {value!r}")
+    checked = {}
+    for name, prop in value.items():
+        if not isinstance(name, str) or not name.replace("_", "a").replace(
+                "-", "a").isalnum() or not name.isascii():
+            raise ValueError(f"field names are argument names (letters, "
+                             f"digits, '_', '-'), not {name!r}")
+        if not isinstance(prop, dict) or prop.get("type") not in _FIELD_TYPES:
+            raise ValueError(f"field {name!r} must be a property with a type "
+                             f"of {', '.join(_FIELD_TYPES)}, not {prop!r}")
+        unknown = set(prop) - _FIELD_KEYS
+        if unknown:
+            raise ValueError(f"field {name!r} may have only "
+                             f"{', '.join(sorted(_FIELD_KEYS))}; not "
+                             f"{', '.join(sorted(unknown))}")
+        checked[name] = dict(prop)
+    return checked
+
+
+def _file_entry(path, description):
+    path = os.fspath(path)
+    if not isinstance(path, str) or not path or "\n" in path or "\r" in path:
+        raise ValueError(f"output file path must be a non-empty single-line "
+                         f"string, not {path!r}")
+    entry = {"path": path, "description": text(description or "",
+                                                "file description"),
+             "kind": "missing", "bytes": None, "sha256": None}
+    if os.path.isdir(path):
+        entry["kind"] = "directory"
+    elif os.path.isfile(path):
+        import hashlib  # only tools that announce files pay for it
+        digest = hashlib.sha256()
+        with open(path, "rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                digest.update(block)
+        entry.update(kind="file", bytes=os.path.getsize(path),
+                     sha256=digest.hexdigest()[:12])
+    return entry
+
+
+def file_entries(files):
+    if isinstance(files, dict):
+        return [_file_entry(p, d) for p, d in files.items()]
+    if isinstance(files, (str, bytes)) or hasattr(files, "__fspath__"):
+        files = [files]
+    entries = []
+    for item in files:
+        if isinstance(item, dict):
+            entries.append(_file_entry(item["path"], item.get("description")))
+        elif isinstance(item, (tuple, list)):
+            entries.append(_file_entry(*item))
+        else:
+            entries.append(_file_entry(item, ""))
+    return entries

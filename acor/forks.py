@@ -1,0 +1,50 @@
+"""Fork safety: a child forked while a tool is in use gets a usable tool.
+
+A child forked while another thread (the progress timer, or a thread of the
+tool's own) holds a tool's lock would wait for it forever: the thread that
+holds it does not exist in the child (1 to 3 of 400 forked workers hung).
+Before a fork we take every live tool's lock, so no write is half done (and
+the stream's own buffer lock is free too); the parent then releases them,
+and the child's tools get fresh locks, no timer and none of the parent's
+held progress (``AcorTool._reset_after_fork``). What a child writes goes to
+the same stdout as the parent's sections.
+"""
+
+import _weakref
+import os
+
+_live = set()      # weak references to every AcorTool not yet collected
+_held_for_fork = []
+
+
+def track(tool):
+    """Look after ``tool`` across forks (a weak reference: no leak)."""
+    _live.add(_weakref.ref(tool, _live.discard))
+
+
+def _tools():
+    return [tool for tool in (ref() for ref in list(_live))
+            if tool is not None]
+
+
+def _before_fork():
+    for tool in _tools():
+        tool._lock.acquire()
+        _held_for_fork.append(tool)
+
+
+def _after_fork_in_parent():
+    while _held_for_fork:
+        _held_for_fork.pop()._lock.release()
+
+
+def _after_fork_in_child():
+    _held_for_fork.clear()
+    for tool in _tools():
+        tool._reset_after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork,
+                        after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)

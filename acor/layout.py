@@ -1,0 +1,285 @@
+"""Section body layouts the grammar's sections share, both ways: list items,
+field lines, file lines and a fenced block.
+
+Each writer returns the body's lines (escaped); each reader takes the body
+text and gives back exactly what the writer got. ``docs/protocol.md``
+("Items and fields", "Output Files", "Output Data") describes them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .escaping import (code_span, escape_inline, escape_nested, fence_for,
+                       fold_newlines, uncode_span, unescape_inline,
+                       unescape_text)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
+    from collections.abc import Callable
+    from typing import Any
+
+
+def _indent(lines):
+    """Continuation lines of an item or a field, indented by two spaces; an
+    empty line stays empty."""
+    return ["  " + line if line else "" for line in lines]
+
+
+def _dedent(line):
+    return line[2:] if line.startswith("  ") else line
+
+
+# --- list items ---------------------------------------------------------------
+
+def item_lines(item: str) -> list[str]:
+    """One ``- `` bullet whose later lines are indented under it.
+
+    The text is escaped with :func:`escape_nested`, so no line of it can
+    open a block: the first line can never make the bullet a thematic
+    break (``- - -``), a line with leading blanks gets its backslash before
+    them (so it can neither become code nor move the item's content off
+    column 2), and no later line can start a list, a quote or an underline
+    of its own. An empty or blank first line gets a backslash too: a bare
+    ``-`` (or ``-`` and blanks) is an empty item, which cannot interrupt a
+    paragraph and so would be read as a setext underline after one."""
+    first, *rest = escape_nested(item).split("\n")
+    if not first.strip(" \t"):
+        first = "\\" + first
+    return ["- " + first] + _indent(rest)
+
+
+def items(texts: list[str]) -> list[str]:
+    return [line for text in texts for line in item_lines(text)]
+
+
+def read_items(body: str) -> list[str]:
+    """Bullets back into items; stray lines continue the current item (or,
+    before the first bullet, start one)."""
+    found: list[list[str]] = []
+    for line in body.split("\n") if body else []:
+        if line == "-" or line.startswith("- "):
+            found.append([line[2:]])
+        elif found:
+            found[-1].append(_dedent(line))
+        else:
+            found.append([line])
+    return [unescape_text("\n".join(lines)) for lines in found]
+
+
+# --- field lines --------------------------------------------------------------
+
+class Field:
+    """One ``**Label**: value`` line (and its continuation lines).
+
+    ``write`` turns the value into escaped text (several lines at most for
+    nested text), ``read`` the text back into the value. A field whose value
+    equals ``default`` is not written, and reads as ``default`` when absent;
+    an ``always`` field is written whatever its value."""
+
+    __slots__ = ("label", "attr", "write", "read", "default", "always")
+
+    def __init__(self, label: str, attr: str, write: Callable[[Any], str],
+                 read: Callable[[str], Any], default: Any = None,
+                 always: bool = False):
+        self.label, self.attr = label, attr
+        self.write, self.read = write, read
+        self.default, self.always = default, always
+
+
+class Fields:
+    """The field lines of one section kind, in the order they are written."""
+
+    def __init__(self, *fields: Field):
+        self.fields = fields
+        labels = "|".join(re.escape(f.label) for f in fields)
+        self._line = re.compile(r"\*\*(" + labels + r")\*\*:(?: (.*))?$")
+        self._by_label = {f.label: f for f in fields}
+
+    def lines(self, event: Any) -> list[str]:
+        """The field lines for ``event``'s values."""
+        lines = []
+        for field in self.fields:
+            value = getattr(event, field.attr)
+            if value == field.default and not field.always:
+                continue
+            first, *rest = field.write(value).split("\n")
+            lines.append(f"**{field.label}**:" + (" " + first if first
+                                                  else ""))
+            lines += _indent(rest)
+        return lines
+
+    def read(self, body: str) -> tuple[list[str], dict[str, Any]]:
+        """The lines before the first field line, and every field's value
+        by attribute (its default when absent). Field lines start at column
+        0; a label seen before continues the current field. The lead lines
+        are all the lines when there is no field line."""
+        lead: list[str] = []
+        raw: dict[str, list[str]] = {}
+        current = None
+        for line in body.split("\n") if body else []:
+            match = self._line.match(line)
+            if match and match.group(1) not in raw:
+                current = raw[match.group(1)] = [match.group(2) or ""]
+            elif current is not None:
+                current.append(_dedent(line))
+            else:
+                lead.append(line)
+        values = {}
+        for field in self.fields:
+            lines = raw.get(field.label)
+            values[field.attr] = field.default if lines is None else \
+                field.read("\n".join(lines))
+        return lead, values
+
+
+def write_argv(argv: list[str]) -> str:
+    """An argv as the shell command that runs it (``shlex.join``), nested-
+    escaped: an argument with a line break spans continuation lines."""
+    import shlex  # only a next command pays for it
+    return escape_nested(shlex.join([str(arg) for arg in argv]))
+
+
+def read_argv(text: str) -> list[str] | None:
+    """The argv back; None when the text is not a complete shell command
+    (an unclosed quote: a hand-written section)."""
+    import shlex
+    try:
+        return shlex.split(unescape_text(text))
+    except ValueError:
+        return None
+
+
+def write_json(value: Any) -> str:
+    """A JSON value on one line, strict (see :mod:`acor.jsonlines`)."""
+    from .jsonlines import dumps
+    return dumps(value)
+
+
+def read_json(text: str) -> Any:
+    """The value back; None when the text is not JSON (a hand-written
+    section) or nests too deep."""
+    from .jsonlines import loads
+    try:
+        return loads(text)
+    except ValueError:
+        return None
+
+
+# Values are written as nested text (any number of lines), inline-escaped
+# when they must stay on one line, as a shell command or as one-line JSON.
+NEXT = Field("Next", "next", write_argv, read_argv)
+ERROR_FIELDS = Fields(
+    Field("Code", "code", escape_inline, unescape_inline, "", always=True),
+    Field("Details", "details", escape_nested, unescape_text),
+    Field("Recovery", "recovery", escape_nested, unescape_text),
+    NEXT,
+)
+INPUT_FIELDS = Fields(
+    Field("Audience", "audience", escape_inline, unescape_inline, "agent"),
+    Field("Fields", "fields", write_json, read_json),
+    NEXT,
+)
+
+
+# --- file lines ---------------------------------------------------------------
+
+_FILE = re.compile(r"- (`+)(.*?)(?<!`)\1(?!`) \[(?:(\d+) bytes, sha256 "
+                   r"([0-9a-f]+)|(missing|directory))\](?:: (.*))?$")
+_HEX = re.compile(r"[0-9a-f]+\Z")
+
+
+def _meta(entry):
+    """The bracket of a file line; anything but a well-formed file or a
+    directory is written as missing, so no value can leave the bracket."""
+    kind = entry.get("kind", "missing")
+    size, digest = entry.get("bytes"), entry.get("sha256")
+    if kind == "file" and type(size) is int and size >= 0 and \
+            isinstance(digest, str) and _HEX.match(digest):
+        return f"{size} bytes, sha256 {digest}"
+    return "directory" if kind == "directory" else "missing"
+
+
+def files(entries: list[dict]) -> list[str]:
+    """One ``- `path` [meta]: description`` line per file. A path is one
+    line: a line break in one (the library refuses them) is written as
+    U+FFFD."""
+    lines = []
+    for entry in entries:
+        path = fold_newlines(entry["path"]).replace("\n", "\ufffd")
+        head = f"- {code_span(path)} [{_meta(entry)}]"
+        description = entry.get("description")
+        if description:
+            first, *rest = escape_nested(description).split("\n")
+            lines.append(f"{head}: {first}")
+            lines += _indent(rest)
+        else:
+            lines.append(head)
+    return lines
+
+
+def read_files(body: str) -> list[dict]:
+    found: list[dict] = []
+    for line in body.split("\n") if body else []:
+        match = _FILE.match(line)
+        if match:
+            _, path, size, digest, kind, description = match.groups()
+            found.append({
+                "path": uncode_span(path),
+                "description": unescape_text(description or ""),
+                "kind": kind or "file",
+                "bytes": int(size) if size else None,
+                "sha256": digest,
+            })
+        elif found:
+            extra = unescape_text(_dedent(line))
+            found[-1]["description"] += "\n" + extra
+    return found
+
+
+# --- a fenced block -----------------------------------------------------------
+
+_OPENING = re.compile(r"(`{3,})([^`]*)$")
+
+
+def _json_block(data):
+    """``data`` as indented strict JSON; a value json cannot write as it is
+    (NaN, deep nesting, odd keys) goes through :func:`jsonlines.jsonable`
+    first, which never fails."""
+    import json
+    try:
+        return json.dumps(data, indent=2, ensure_ascii=False,
+                          allow_nan=False, default=str)
+    except (ValueError, TypeError, RecursionError):
+        from .jsonlines import MAX_DEPTH, jsonable
+        return json.dumps(jsonable(data, MAX_DEPTH), indent=2,
+                          ensure_ascii=False)
+
+
+def fenced(format: str, data: Any) -> list[str]:
+    """A backtick fence around ``data`` (text as it is, anything else as
+    JSON), its info string the format: inline-escaped, without backticks
+    (CommonMark allows none in a backtick fence's info string)."""
+    text = data if isinstance(data, str) else _json_block(data)
+    text = fold_newlines(text)
+    fence = fence_for(text)
+    return [fence + escape_inline(format).replace("`", ""), text, fence]
+
+
+def read_fenced(body: str) -> tuple[str, Any] | None:
+    """``(format, data)`` from a body that is one fenced block, else None.
+    A ``json`` block holds the decoded value; one that is not JSON, or
+    nests deeper than :data:`acor.jsonlines.MAX_DEPTH`, stays text."""
+    lines = body.split("\n")
+    opening = _OPENING.match(lines[0])
+    if not opening or len(lines) < 2 or lines[-1] != opening.group(1):
+        return None
+    format = unescape_inline(opening.group(2).strip())
+    data = "\n".join(lines[1:-1])
+    if format == "json":
+        from . import jsonlines  # only JSON blocks pay for json
+        try:
+            data = jsonlines.loads(data)
+        except ValueError:
+            pass  # kept as text: the format still says what it claimed
+    return format, data

@@ -1,0 +1,56 @@
+"""render(): :func:`acor.grammar.render`, without importing the grammar for
+the sections most runs write.
+
+The grammar needs :mod:`re` and :mod:`json`, which together cost about as
+much as the interpreter's own start-up. A run that only starts, reports
+progress, writes a line of output and stops does not need them: for those
+sections the grammar's escaping leaves the text as it is, and the section is
+a heading, the text and a blank line. Anything else (several lines, a first
+character that could mean something in Markdown, control characters, every
+other kind of section) goes to the grammar. ``tests/test_tool.py`` checks
+that both give the same text.
+"""
+
+# Text is taken as it is only when it is one printable line (no line breaks,
+# tabs or control characters: ``str.isprintable``) starting with a letter, a
+# digit or "(": nothing that can begin a block, an escape or a frame mark.
+_PLAIN_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz"
+                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789(")
+_STATES = {state: "Status: " + state.capitalize()
+           for state in ("ready", "working", "complete", "failed",
+                         "cancelled")}
+
+
+def _plain(text):
+    return not text or (text[0] in _PLAIN_FIRST and text.isprintable())
+
+
+def format_percent(percent):
+    """``50`` for whole numbers, up to two decimals otherwise (as the
+    grammar writes it)."""
+    if type(percent) is int:
+        return str(percent)
+    if percent == int(percent):
+        return str(int(percent))
+    return f"{percent:.2f}".rstrip("0").rstrip(".")
+
+
+def _section(heading, text):
+    return f"## {heading}\n{text}\n\n" if text else f"## {heading}\n\n"
+
+
+def render(event):
+    """The ACOR Markdown text of one event, ending in a blank line."""
+    kind = event.type
+    if kind == "progress":
+        if _plain(event.message):
+            return _section(f"Progress: {format_percent(event.percent)}%",
+                            event.message)
+    elif kind == "status":
+        heading = _STATES.get(event.state)
+        if heading is not None and _plain(event.message):
+            return _section(heading, event.message)
+    elif kind == "output" and _plain(event.text):
+        return _section("Output", event.text)
+    from . import grammar
+    return grammar.render(event)

@@ -1,0 +1,62 @@
+"""Resumable runs for AcorTool: session(), checkpoint() and resume().
+
+State lives on disk (see :mod:`acor.sessions`, imported by the first
+session() call); the session id travels as an argument, so the tool stays
+stateless between runs.
+"""
+
+from .checks import state_error
+from .events import Checkpoint, Session
+
+
+class ResumableMixin:
+    """For AcorTool, which provides name, _lock, _emit(what, event),
+    _require_running(what), and _session and _store (None at first)."""
+
+    def session(self, session_id, keep=None):
+        """Bind this run to a resumable session and emit ``## Session: id``.
+
+        The id travels as an argument (the CLI stays stateless); state lives
+        on disk under ``ACOR_STATE_DIR`` (default ``.acor/state``)::
+
+            tool.session(args.session)
+            last = tool.resume()            # (checkpoint_id, state) or None
+            start = last[1]["offset"] if last else 0
+
+        ``keep`` bounds how many checkpoints the session file holds (default
+        1000); a tool whose state is large and cumulative needs only the
+        newest one or two, and every save rewrites the whole file.
+        """
+        from . import sessions  # only tools that use sessions pay for it
+        # The store checks the tool name; the session id is checked here,
+        # before the Session section says it exists.
+        sessions.validate_session_id(session_id)
+        store = sessions.SessionStore(
+            sessions.state_dir_from_env(), self.name,
+            keep=sessions.KEEP if keep is None else keep)
+        self._emit("session", Session(session_id))
+        self._session, self._store = session_id, store
+        return self
+
+    def checkpoint(self, checkpoint_id, state):
+        """Save JSON-serialisable ``state`` for the session (atomically, and
+        safely against other processes), then emit
+        ``## Session Checkpoint: id``."""
+        self._require_session("checkpoint")
+        with self._lock:
+            self._require_running("checkpoint")
+        self._store.save(self._session, checkpoint_id, state)
+        return self._emit("checkpoint", Checkpoint(checkpoint_id))
+
+    def resume(self):
+        """The session's latest checkpoint as ``(checkpoint_id, state)``, or
+        None when there is none yet (a first run)."""
+        self._require_session("resume")
+        saved = self._store.latest(self._session)
+        return None if saved is None else (saved.id, saved.state)
+
+    def _require_session(self, what):
+        if self._session is None:
+            raise state_error(
+                f"Cannot {what}: tool '{self.name}' has no session. Call "
+                f"tool.session(session_id) first.")

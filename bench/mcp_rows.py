@@ -1,0 +1,55 @@
+"""The `acor mcp` rows, measured by bench/mcp_bench.py (written with the MCP
+server) when it and the ``mcp`` package are there, skipped with a note
+otherwise.
+
+mcp_bench.py exposes two functions taking no arguments; each returns its
+samples in seconds: a number, a list of numbers, or a harness.Result of
+its own making.
+"""
+
+import importlib
+import importlib.util
+import numbers
+import os
+
+from harness import Result, bound_result, broken, skipped
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+ROWS = (
+    # function, row name, measured as, target (s), unit shown
+    ("initialize_latency", "MCP initialize",
+     "`acor mcp` started -> `initialize` answered", 1.0, "s"),
+    ("tools_list_1000", "MCP tools/list",
+     "`tools/list` with 1,000 tools, warm cache", 0.1, "ms"),
+)
+
+
+def mcp_rows():
+    why = None
+    if not os.path.exists(os.path.join(HERE, "mcp_bench.py")):
+        why = "skipped: bench/mcp_bench.py is not there"
+    elif importlib.util.find_spec("mcp") is None:
+        why = "skipped: the mcp package is not installed"
+    if why:
+        return [skipped(name, measured, _shown(target, unit), unit, why)
+                for _, name, measured, target, unit in ROWS]
+    module = importlib.import_module("mcp_bench")
+    return [_row(module, *row) for row in ROWS]
+
+
+def _shown(seconds, unit):
+    return seconds * 1000 if unit == "ms" else seconds
+
+
+def _row(module, function, name, measured, target, unit):
+    try:
+        value = getattr(module, function)()
+    except Exception as exc:  # a broken measurement is a miss, shown
+        return broken(name, measured, _shown(target, unit), unit,
+                      f"{function}() raised {type(exc).__name__}: {exc}")
+    if isinstance(value, Result):
+        return value
+    samples = [value] if isinstance(value, numbers.Real) else list(value)
+    return bound_result(name, measured, [_shown(s, unit) for s in samples],
+                        _shown(target, unit), unit, higher_is_better=False)

@@ -1,0 +1,62 @@
+"""What every call pays before any work: the tool's import of the library,
+the launcher in front of a tool, and tool discovery."""
+
+from harness import alternate, bound_result, ratio_result, run_once, scale
+from workspace import ACOR, PY
+
+_RELAY = """\
+import subprocess, sys
+tool = subprocess.Popen([sys.executable, "tools/hello/hello.py"],
+                        stdout=subprocess.PIPE)
+for chunk in iter(lambda: tool.stdout.read1(65536), b""):
+    sys.stdout.buffer.write(chunk)
+    sys.stdout.buffer.flush()
+sys.exit(tool.wait())
+"""
+
+
+def tool_import(env, cwd):
+    """What every tool pays: the import it starts with, against a bare
+    interpreter. ``cwd`` is outside the checkout: ``-c`` puts the working
+    directory first on sys.path, where the checkout's acor/ would shadow
+    the installed package."""
+    a, b = alternate(
+        lambda: run_once([PY, "-c", "from acor import AcorTool"], env, cwd),
+        lambda: run_once([PY, "-c", "pass"], env, cwd), scale(60, 8))
+    return ratio_result("tool import",
+                        "`from acor import AcorTool` / `python -c pass`",
+                        a, b, 1.3)
+
+
+def launcher(env, project):
+    """``acor hello`` against the least a launcher must do: start the same
+    tool as a subprocess and copy its stdout through a pipe."""
+    rounds = scale(40, 6)
+    run_once([ACOR, "hello"], env, project)  # warm the discovery cache
+    a, b = alternate(lambda: run_once([ACOR, "hello"], env, project),
+                     lambda: run_once([PY, "-c", _RELAY], env, project),
+                     rounds)
+    direct = sorted(run_once([PY, "tools/hello/hello.py"], env, project)
+                    for _ in range(scale(10, 2)))
+    result = ratio_result("launcher overhead",
+                          "`acor hello` / a subprocess relay of hello", a, b,
+                          1.15)
+    result.detail += f"; hello alone {direct[len(direct) // 2] * 1000:.1f} ms"
+    return result
+
+
+def discovery(env, big, small):
+    rounds = scale(20, 4)
+    for root in (big, small):
+        run_once([ACOR, "list", "--json"], env, root)  # warm the cache
+    a, b = alternate(lambda: run_once([ACOR, "list", "--json"], env, big),
+                     lambda: run_once([ACOR, "list", "--json"], env, small),
+                     rounds)
+    warm = ratio_result("discovery, warm",
+                        "`acor list --json`, 1,000 tools / 1 tool", a, b, 1.5)
+    cold_env = dict(env, ACOR_NO_CACHE="1")
+    cold = [run_once([ACOR, "list", "--json"], cold_env, big)
+            for _ in range(scale(5, 1))]
+    return [warm, bound_result("discovery, cold",
+                               "`acor list --json`, 1,000 tools, no cache",
+                               cold, 1.0, "s", higher_is_better=False)]

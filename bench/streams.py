@@ -1,0 +1,122 @@
+"""What the launcher costs on the way out: relay latency, floods of output
+(with the launcher's memory), and the parser on a long transcript."""
+
+import io
+import json
+import os
+import subprocess
+import threading
+import time
+
+from acor import AcorTool, parse
+
+from harness import (Result, alternate, bound_result, ratio_result, scale,
+                     watch_peak_rss)
+from workspace import ACOR, PY
+
+RSS_LIMIT_MIB = 32
+
+
+def latency(env, project):
+    """Section written by the tool -> line read from acor, p99."""
+    count = scale(300, 40)
+    proc = subprocess.Popen([ACOR, "--format", "json", "ticker", str(count),
+                             "0.003"], cwd=project, env=env,
+                            stdout=subprocess.PIPE, bufsize=0)
+    delays = []
+    for line in iter(proc.stdout.readline, b""):
+        now = time.time()
+        event = json.loads(line)
+        if event.get("type") == "status" and event.get("state") == "working":
+            delays.append((now - float(event["message"])) * 1000)
+    proc.wait()
+    if not delays:
+        raise RuntimeError(f"ticker through acor gave no status sections "
+                           f"(exit {proc.returncode})")
+    delays.sort()
+    p50 = delays[len(delays) // 2]
+    p99 = delays[min(len(delays) - 1, int(len(delays) * 0.99))]
+    # p99 is itself the target: one run's tail, not a median of runs.
+    return bound_result("relay latency", "section written -> read from acor, "
+                        "p99", [p99], 5.0, "ms", higher_is_better=False,
+                        detail=f"p50 {p50:.2f} ms over {len(delays)} sections")
+
+
+def _drain(stream):
+    while stream.read(1 << 16):
+        pass
+
+
+def flood(env, project, megabytes, fmt, peaks):
+    """``acor --format FMT flood output MB`` read from a pipe / the same
+    tool run directly into /dev/null. Appends the launcher's peak RSS of
+    every run to ``peaks``."""
+    args = ["flood", "output", str(megabytes)]
+
+    def via_acor():
+        start = time.perf_counter()
+        proc = subprocess.Popen([ACOR, "--format", fmt] + args, cwd=project,
+                                env=env, stdout=subprocess.PIPE)
+        drain = threading.Thread(target=_drain, args=(proc.stdout,))
+        drain.start()
+        peaks.append(watch_peak_rss(proc))
+        drain.join()
+        elapsed = time.perf_counter() - start
+        if proc.returncode:
+            raise RuntimeError(f"acor {' '.join(args)} exited "
+                               f"{proc.returncode}")
+        return elapsed
+
+    def direct():
+        start = time.perf_counter()
+        subprocess.run([PY, "tools/flood/flood.py", "output",
+                        str(megabytes)], cwd=project, env=env,
+                       stdout=subprocess.DEVNULL, check=True)
+        return time.perf_counter() - start
+
+    # No warm-up pair: the launcher row ran this project and cache before.
+    a, b = alternate(via_acor, direct, scale(5, 1), warmup=0)
+    return ratio_result(f"{megabytes} MB, {fmt}",
+                        f"`acor --format {fmt}` / tool > /dev/null", a, b,
+                        1.5)
+
+
+def memory(peaks, rows):
+    """The launcher's peak RSS, the highest over every flood run."""
+    highest = max(peaks)
+    return Result("memory", f"launcher peak RSS, max over {len(peaks)} "
+                  f"runs of {rows} rows", highest, RSS_LIMIT_MIB, "MiB", 0.0,
+                  highest <= RSS_LIMIT_MIB,
+                  f"lowest run {min(peaks):.1f} MiB")
+
+
+def transcript(megabytes):
+    """A realistic transcript: mostly output bodies, some small sections."""
+    buf = io.StringIO()
+    tool = AcorTool("t", stream=buf, frame_token=None).start()
+    text = "\n".join(f"row {i}: value={i * 7} status=ok" for i in range(300))
+    i = 0
+    while buf.tell() < megabytes * 1_000_000:
+        i += 1
+        tool.status("working", f"chunk {i}")
+        tool.output(text)
+        if i % 5 == 0:
+            tool.output({"chunk": i, "rows": list(range(50))})
+        if i % 50 == 0:
+            tool.error("E_WARN", f"chunk {i} slow", recovery="none needed")
+            tool.suggestions(["look at chunk", "and the next one"])
+    tool.stop()
+    return buf.getvalue()
+
+
+def parser():
+    text = transcript(scale(50, 5))
+    size = len(text.encode()) / 1e6
+    rates = []
+    for _ in range(scale(3, 1)):
+        start = time.perf_counter()
+        parse(text)
+        rates.append(size / (time.perf_counter() - start))
+    return bound_result("parser", f"`acor.parse` on a {size:.0f} MB "
+                        "transcript", rates, 50, "MB/s",
+                        higher_is_better=True)

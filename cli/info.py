@@ -1,0 +1,223 @@
+"""``acor list``, ``acor show``, ``acor doctor`` and ``acor schema``: what
+acor knows, for people and (with ``--json``, or ``--format json``) for
+programs.
+
+Everything printed here comes from a repository (names, paths, manifest
+values, reasons) or from a tool: it is data, written through
+:mod:`cli.textsafe`, so nothing can start a line that reads as a heading or
+send a control sequence to the terminal.
+"""
+
+from __future__ import annotations
+
+import os
+
+import click
+
+from acor import exitcodes
+
+from .errors import LauncherError, unknown_tool
+from .textsafe import printable, quote
+
+SCHEMAS = {"events": "events.schema.json", "manifest": "manifest.schema.json"}
+
+
+def registry(ctx):
+    """The registry, loaded once per command; ConfigError propagates."""
+    obj = ctx.ensure_object(dict)
+    if "registry" not in obj:
+        from .discover import load_registry
+        obj["registry"] = load_registry(
+            config_path=obj.get("config") or os.environ.get("ACOR_CONFIG"))
+    return obj["registry"]
+
+
+def wants_json(ctx, as_json: bool) -> bool:
+    obj = ctx.find_root().obj or {}
+    return as_json or obj.get("format") == "json"
+
+
+def echo_json(data) -> None:
+    from .formats import dumps
+    click.echo(dumps(data))
+
+
+def usage_of(spec) -> str | None:
+    """The usage line: derived from the argument schema when there is one,
+    else the manifest's ``usage``."""
+    if spec.args_schema:
+        from acor.args import usage
+        return usage(f"acor {spec.name}", spec.args_schema)
+    return spec.usage
+
+
+def tool_record(spec) -> dict:
+    record = {"name": spec.name, "version": spec.version, "kind": spec.kind,
+              "description": spec.description, "path": spec.path,
+              "origin": spec.origin, "usage": usage_of(spec),
+              "args": None, "annotations": spec.annotations}
+    if spec.args_schema:
+        from acor.args import public_schema
+        record["args"] = public_schema(spec.args_schema)
+    return record
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
+@click.option("--all", "show_all", is_flag=True,
+              help="Also show skipped and shadowed manifests, with reasons.")
+@click.pass_context
+def list_tools(ctx, as_json, show_all):
+    """List the tools: name, version, kind, description, where from."""
+    reg = registry(ctx)
+    if wants_json(ctx, as_json):
+        data = {"tools": [tool_record(s) for s in reg.tools.values()],
+                "skipped": len(reg.skipped), "shadowed": len(reg.shadowed)}
+        if show_all:
+            data["skipped"] = [s.to_dict() for s in reg.skipped]
+            data["shadowed"] = [{"name": s.name, "winner": s.winner_path,
+                                 "loser": s.loser_path}
+                                for s in reg.shadowed]
+        echo_json(data)
+        return
+    tools = list(reg.tools.values())
+    if not tools:
+        click.echo("No tools found. Run `acor doctor` to see where acor "
+                   "looked.")
+    width = max((len(s.name) for s in tools), default=0)
+    for s in tools:
+        click.echo(f"{s.name:<{width}}  {printable(s.version):<8} "
+                   f"{s.kind:<7} {printable(s.description)}")
+    if show_all:
+        echo_problems(reg)
+    elif reg.skipped:
+        click.echo(f"\n{len(reg.skipped)} manifest(s) skipped: see why with "
+                   "`acor list --all`.")
+
+
+def echo_problems(reg) -> None:
+    if reg.skipped:
+        click.echo("\nSkipped manifests:")
+        for s in reg.skipped:
+            click.echo(f"  {quote(s.path)}\n    why:  {printable(s.reason)}"
+                       f"\n    fix:  {printable(s.recovery)}")
+    if reg.shadowed:
+        click.echo("\nShadowed tools (the first tools dir wins):")
+        for s in reg.shadowed:
+            click.echo(f"  {s.name}: {quote(s.loser_path)} is hidden by "
+                       f"{quote(s.winner_path)}")
+
+
+def doctor_report(reg) -> dict:
+    """Every fact and problem ``acor doctor`` shows."""
+    from .cache import cache_dir_problem
+    config = reg.config
+    warnings = list(config.warnings)
+    for spec in reg.tools.values():
+        warnings += [f"{spec.name}: {w}" for w in spec.warnings]
+    cache_problem = cache_dir_problem()
+    if cache_problem:
+        warnings.append(cache_problem)
+    return {"config": config.path, "root": config.root,
+            "tools_dirs": config.tools_dirs, "timeout": config.timeout,
+            "state_dir": config.state_dir, "tools": len(reg.tools),
+            "warnings": warnings,
+            "skipped": [s.to_dict() for s in reg.skipped],
+            "shadowed": [{"name": s.name, "winner": s.winner_path,
+                          "loser": s.loser_path} for s in reg.shadowed]}
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
+@click.pass_context
+def doctor(ctx, as_json):
+    """Show the configuration, where tools are looked for, and every
+    problem found (skipped or shadowed manifests, warnings), with why and
+    how to fix it. Exits 1 when there is any problem or warning."""
+    reg = registry(ctx)
+    data = doctor_report(reg)
+    problems = len(data["warnings"]) + len(data["skipped"]) + \
+        len(data["shadowed"])
+    if wants_json(ctx, as_json):
+        data["problems"] = problems
+        echo_json(data)
+    else:
+        click.echo(f"config:     {quote(data['config'] or '(none: defaults)')}")
+        click.echo(f"root:       {quote(data['root'])}")
+        click.echo("tools dirs: " + ", ".join(map(quote, data["tools_dirs"])))
+        click.echo(f"timeout:    {data['timeout']:g} s")
+        for warning in data["warnings"]:
+            click.echo(f"warning:    {printable(warning)}")
+        click.echo(f"tools:      {data['tools']} found")
+        echo_problems(reg)
+        click.echo(f"\n{problems} problem(s) found." if problems
+                   else "No problems found.")
+    ctx.exit(exitcodes.FAILED if problems else exitcodes.OK)
+
+
+def framing_note(spec) -> str:
+    """What holds for this tool's sections (docs/security.md)."""
+    if spec.kind == "wrapped":
+        return ("none: a wrapped program writes no sections; all it prints "
+                "is relayed as Output")
+    if spec.argv[0] != spec.argv[-1] or spec.argv[-1].endswith(".py"):
+        return ("framed: the library takes the run's token from an "
+                "inherited pipe when imported; programs the tool starts "
+                "cannot frame sections")
+    return ("framed: the run's token waits in an inherited pipe "
+            "(ACOR_FRAME_FD) for the first process that reads it; an entry "
+            "that starts other programs before the one that speaks ACOR "
+            "reads it lets them take it (exec the speaker first)")
+
+
+@click.command()
+@click.argument("tool")
+@click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
+@click.pass_context
+def show(ctx, tool, as_json):
+    """Show a tool: its usage, where it is, how its output is trusted, and
+    its manifest."""
+    reg = registry(ctx)
+    spec = reg.get(tool)
+    if spec is None:
+        raise unknown_tool(tool, reg, (), ("acor", "show"))
+    try:
+        with open(spec.manifest_path, encoding="utf-8",
+                  errors="replace") as f:
+            manifest = f.read(1 << 20)
+    except OSError:
+        manifest = None
+    if wants_json(ctx, as_json):
+        echo_json({**tool_record(spec), "framing": framing_note(spec),
+                   "manifest_path": spec.manifest_path,
+                   "timeout": spec.timeout, "idle_timeout": spec.idle_timeout,
+                   "warnings": spec.warnings})
+        return
+    click.echo(f"{spec.name} {printable(spec.version)} ({spec.kind})")
+    click.echo(f"  {printable(spec.description)}")
+    click.echo(f"  path:    {quote(spec.path)}")
+    usage = usage_of(spec)
+    if usage:
+        click.echo(f"  usage:   {printable(usage)}")
+    click.echo(f"  framing: {framing_note(spec)}")
+    click.echo(f"\n{quote(spec.manifest_path)}:")
+    lines = (manifest or "(manifest unreadable)").rstrip().splitlines()
+    click.echo("\n".join("  " + printable(line) for line in lines))
+
+
+@click.command()
+@click.argument("name", type=click.Choice(sorted(SCHEMAS)))
+def schema(name):
+    """Print a JSON Schema that ships with acor: `events` (every JSON line
+    of `--format json`) or `manifest` (manifest.json and wrapper
+    manifests; point "$schema" at it for your editor)."""
+    from importlib import resources
+    try:
+        text = resources.files("acor").joinpath(
+            "schemas", SCHEMAS[name]).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise LauncherError(f"The {name} schema is missing from this "
+                            f"installation: {exc}", "Reinstall acor: "
+                            "`pip install --force-reinstall acor`.",
+                            code="E_INSTALL") from None
+    click.echo(text.rstrip())

@@ -1,0 +1,176 @@
+"""acor/schemas/events.schema.json: the JSON Schema (draft 2020-12) of every
+JSON line, checked against the events themselves.
+
+For every event type (generated with Hypothesis), ``to_dict()`` plus the
+line keys validates, so does the line as written (``jsonlines.dumps``), and
+the event's keys are exactly the ones the schema declares for its type. A
+new event type without a schema (or without a strategy here) fails
+``test_every_event_type_has_a_schema_and_a_strategy``.
+"""
+
+import json
+import os
+from importlib import resources
+
+import jsonschema
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from acor import jsonlines
+from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
+                         Heartbeat, InputNeeded, Output, OutputData,
+                         OutputFiles, Progress, Result, Session, Status,
+                         Stderr, Suggestions, Text, Unknown)
+from acor.grammar import parse, render
+
+EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "200"))
+fuzz = settings(max_examples=EXAMPLES, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+SCHEMA = json.loads(resources.files("acor").joinpath(
+    "schemas", "events.schema.json").read_text(encoding="utf-8"))
+VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
+# Keys a line may carry beyond the event's own: acor's version on the
+# result line.
+OPTIONAL = {"result": {"acor"}}
+
+# --- one strategy per event type ------------------------------------------
+
+TEXT = st.text(max_size=20)
+MAYBE_TEXT = st.none() | TEXT
+ARGV = st.lists(TEXT, max_size=4)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXT,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(TEXT, inner, max_size=3), max_leaves=8)
+NUMBER = st.integers(-10 ** 6, 10 ** 6) | st.floats(allow_nan=False,
+                                                    allow_infinity=False)
+FIELD = st.fixed_dictionaries(
+    {"type": st.sampled_from(["string", "integer", "number", "boolean",
+                              "array"])},
+    optional={"description": TEXT, "enum": st.lists(TEXT | st.integers()),
+              "default": JSON, "minimum": NUMBER, "maximum": NUMBER})
+FILE = st.one_of(
+    st.fixed_dictionaries({
+        "path": TEXT.filter(bool), "description": TEXT,
+        "kind": st.just("file"), "bytes": st.integers(0, 2 ** 40),
+        "sha256": st.from_regex(r"[0-9a-f]{12}", fullmatch=True)}),
+    st.fixed_dictionaries({
+        "path": TEXT.filter(bool), "description": TEXT,
+        "kind": st.sampled_from(["missing", "directory"]),
+        "bytes": st.none(), "sha256": st.none()}))
+
+STRATEGIES = {
+    "status": st.builds(Status, st.from_regex(r"[a-z][a-z0-9_ -]{0,63}",
+                                              fullmatch=True), TEXT),
+    "progress": st.builds(Progress, st.integers(0, 100)
+                          | st.floats(0, 100), TEXT),
+    "output": st.builds(Output, TEXT),
+    "output_data": st.builds(OutputData, st.sampled_from(
+        ["json", "yaml", "text", "markdown"]), JSON),
+    "output_files": st.builds(OutputFiles, st.lists(FILE, max_size=3)),
+    "error": st.builds(Error, TEXT, st.from_regex(r"E_[A-Z_]{1,10}",
+                                                  fullmatch=True),
+                       MAYBE_TEXT, MAYBE_TEXT, st.none() | ARGV),
+    "input_needed": st.builds(
+        InputNeeded, TEXT, st.none() | st.dictionaries(TEXT, FIELD,
+                                                       max_size=3),
+        st.sampled_from(["agent", "human"]), st.none() | ARGV),
+    "ai_directive": st.builds(AIDirective, st.lists(TEXT, max_size=3)),
+    "suggestions": st.builds(Suggestions, st.lists(TEXT, max_size=3),
+                             MAYBE_TEXT),
+    "session": st.builds(Session, TEXT),
+    "checkpoint": st.builds(Checkpoint, TEXT),
+    "text": st.builds(Text, TEXT),
+    "heartbeat": st.builds(Heartbeat),
+    "unknown": st.builds(Unknown, TEXT, TEXT, TEXT),
+    "stderr": st.builds(Stderr, TEXT),
+    "result": st.builds(
+        Result, st.sampled_from([0, 1, 2, 3, 124, 130]),
+        st.sampled_from(["complete", "failed", "cancelled", "input_needed",
+                         "timeout"]),
+        st.none() | st.from_regex(r"E_[A-Z_]{1,10}", fullmatch=True),
+        st.integers(0, 10 ** 9), TEXT, MAYBE_TEXT, ARGV, MAYBE_TEXT,
+        st.none() | ARGV),
+}
+EVENTS = st.one_of(*STRATEGIES.values())
+
+
+def line(event, **launcher):
+    return {**event.to_dict(), "v": jsonlines.SCHEMA_VERSION, **launcher}
+
+
+def errors(record):
+    return [e.message for e in VALIDATOR.iter_errors(record)]
+
+
+# --- the schema and the event model agree ----------------------------------
+
+def test_the_schema_is_valid_draft_2020_12():
+    jsonschema.Draft202012Validator.check_schema(SCHEMA)
+    assert SCHEMA["$schema"] == \
+        "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_every_event_type_has_a_schema_and_a_strategy():
+    declared = SCHEMA["properties"]["type"]["enum"]
+    assert declared == list(EVENT_TYPES)
+    assert set(STRATEGIES) == set(EVENT_TYPES)
+    for kind in EVENT_TYPES:
+        assert SCHEMA["$defs"][kind]["properties"]["type"] == {"const": kind}
+
+
+@fuzz
+@given(event=EVENTS)
+def test_property_every_event_validates_as_a_json_line(event):
+    declared = SCHEMA["$defs"][event.type]
+    assert set(event.to_dict()) == set(declared["properties"]) - \
+        OPTIONAL.get(event.type, set())
+    assert set(declared["required"]) == set(event.to_dict())
+    assert errors(line(event)) == []
+    launched = line(event, seq=7, time=1712345678.25, tool="hello")
+    assert errors(launched) == []
+    # As written on the wire: strict JSON (NaN carried as "NaN").
+    assert errors(json.loads(jsonlines.dumps(launched))) == []
+
+
+@fuzz
+@given(event=st.one_of(*(STRATEGIES[s] for s in (
+    "status", "progress", "output", "output_data", "output_files", "error",
+    "input_needed", "ai_directive", "suggestions", "session",
+    "checkpoint"))))
+def test_property_parsed_sections_validate(event):
+    for parsed in parse(render(event)):
+        assert errors(line(parsed)) == [], parsed
+
+
+def test_the_result_line_acor_writes_validates():
+    record = {"type": "result", "exit_code": 124, "state": "timeout",
+              "error_code": "E_TIMEOUT", "duration_ms": 2004,
+              "tool": "csvprofile", "version": "1.0.0",
+              "argv": ["data.csv"], "session": None,
+              "next": ["acor", "--timeout", "4", "csvprofile", "data.csv"],
+              "acor": "0.2.0", "v": 1, "seq": 9, "time": 1.5}
+    assert errors(record) == []
+
+
+@pytest.mark.parametrize("record, complaint", [
+    ({"type": "output", "text": "x"}, "'v' is a required property"),
+    ({"type": "output", "text": "x", "v": 2}, "1 was expected"),
+    ({"type": "frobnicate", "v": 1}, "is not one of"),
+    ({"type": "output", "v": 1}, "'text' is a required property"),
+    ({"type": "progress", "percent": "NaN", "message": "", "v": 1},
+     "is not of type 'number'"),
+    ({"type": "input_needed", "message": "m", "fields": None,
+      "audience": "robot", "next": None, "v": 1}, "is not one of"),
+    ({"type": "error", "title": "t", "code": "E", "details": None,
+      "recovery": None, "next": "acor x", "v": 1},
+     "is not of type 'array', 'null'"),
+    ({"type": "result", "exit_code": 0, "state": "done", "error_code": None,
+      "duration_ms": 1, "tool": "t", "version": None, "argv": [],
+      "session": None, "next": None, "v": 1}, "is not one of"),
+])
+def test_the_schema_refuses_what_is_not_an_event_line(record, complaint):
+    found = errors(record)
+    assert any(complaint in message for message in found), found
