@@ -80,18 +80,18 @@ FAULTS = {
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "    time.sleep(60)",
-        ("--timeout", "1"), None, "Status: Failed", 124, "E_TIMEOUT"),
+        ("--timeout", "0.5"), None, "Status: Failed", 124, "E_TIMEOUT"),
     "timeout, SIGTERM ignored": (
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "    time.sleep(60)",
-        ("--timeout", "1"), None, "Status: Failed", 124, "E_TIMEOUT"),
+        ("--timeout", "0.5"), None, "Status: Failed", 124, "E_TIMEOUT"),
     "idle timeout": (
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "    time.sleep(60)",
-        ("--idle-timeout", "1"), None, "Status: Failed", 124,
+        ("--idle-timeout", "0.5"), None, "Status: Failed", 124,
         "E_IDLE_TIMEOUT"),
     "SIGINT": (
         "with AcorTool() as tool:\n"
@@ -157,7 +157,7 @@ FAULTS = {
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "time.sleep(60)",
-        ("--timeout", "1"), None, "Status: Complete", 0, None),
+        ("--timeout", "0.5"), None, "Status: Complete", 0, None),
     "crash after its final status": (
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"

@@ -158,13 +158,13 @@ def test_timeout_kills_the_whole_group_including_grandchildren(project,
             time.sleep(60)
     """)
     started = time.monotonic()
-    result = project.run("--format", "json", "--timeout", "1", "slow")
+    result = project.run("--format", "json", "--timeout", "0.5", "slow")
     assert time.monotonic() - started < 15
     assert result.returncode == 124
     evs, last = json_run(result.stdout)
     assert evs[-2]["code"] == "E_TIMEOUT"
     # The exact next command: the same one, with the timeout doubled.
-    assert evs[-2]["next"] == ["acor", "--format", "json", "--timeout", "2",
+    assert evs[-2]["next"] == ["acor", "--format", "json", "--timeout", "1",
                                "slow"] == last["next"]
     assert evs[-1] == {"type": "status", "state": "failed", "message": ""}
     assert [e["type"] for e in evs].count("status") == 2  # Ready, Failed

@@ -123,7 +123,9 @@ def children(pid, running):
 
 # --- a killed run, resumed ---------------------------------------------------
 
-SLOW = ("--session", "s1", "--chunk-rows", "20", "--slow", "0.2")
+# 10 chunks of 20 rows, 0.1 s apart: the second checkpoint comes at about
+# 0.1 s, the end not before 0.9 s.
+SLOW = ("--session", "s1", "--chunk-rows", "20", "--slow", "0.1")
 
 
 def killed_under_acor(proj):
@@ -163,7 +165,7 @@ def killed_standalone(proj):
 
 def killed_by_timeout(proj):
     """acor's own --timeout stops the tool: exit 124, E_TIMEOUT."""
-    result = proj.acor("--timeout", "1", "csvprofile", FILE, *SLOW,
+    result = proj.acor("--timeout", "0.5", "csvprofile", FILE, *SLOW,
                       "--out", "out1")
     assert result.returncode == 124, result.stdout + result.stderr
     assert [e["code"] for e in of_type(result.stdout, "error")] == ["E_TIMEOUT"]
