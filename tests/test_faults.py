@@ -1,6 +1,8 @@
 """The fault matrix: every way a tool can die or misbehave, and what acor
-makes of it, driven as an agent drives it (`acor <tool>` in a subprocess,
-real pipes, real signals).
+makes of it, driven as an agent drives it: `acor <tool>`, in process (the
+tool a real process with real pipes) unless the row needs acor to be a
+process of its own: a signal sent to acor, or a daemon that only acor's
+subreaper can end.
 
 For every fault the row says the final section and the exit code; the test
 also checks that the run has exactly one final status and that it is last,
@@ -9,6 +11,7 @@ grandchild's; all must be gone), and that the line the tool wrote before the
 fault was relayed.
 """
 
+import io
 import json
 import signal
 import time
@@ -17,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from acor import parse
+from acor.cli.formats import make_sink
+from acor.cli.runner import run
 from conftest import headings, pid_alive
 
 # Every tool starts so: a child and a grandchild in its process group, all
@@ -75,18 +80,18 @@ FAULTS = {
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "    time.sleep(60)",
-        ("--timeout", "1"), None, "Status: Failed", 124, "E_TIMEOUT"),
+        ("--timeout", "0.5"), None, "Status: Failed", 124, "E_TIMEOUT"),
     "timeout, SIGTERM ignored": (
         "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "    time.sleep(60)",
-        ("--timeout", "1"), None, "Status: Failed", 124, "E_TIMEOUT"),
+        ("--timeout", "0.5"), None, "Status: Failed", 124, "E_TIMEOUT"),
     "idle timeout": (
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "    time.sleep(60)",
-        ("--idle-timeout", "1"), None, "Status: Failed", 124,
+        ("--idle-timeout", "0.5"), None, "Status: Failed", 124,
         "E_IDLE_TIMEOUT"),
     "SIGINT": (
         "with AcorTool() as tool:\n"
@@ -116,7 +121,7 @@ FAULTS = {
         "tool.progress(10, 'working')\n"
         "os.close(1)\n"
         "os.close(2)\n"
-        "time.sleep(1)\n"
+        "time.sleep(0.3)\n"
         "open(pids + '.worked', 'w').close()\n"
         "os._exit(0)",
         (), None, "Status: Failed", 1, "E_NO_FINAL_STATUS"),
@@ -152,13 +157,18 @@ FAULTS = {
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "time.sleep(60)",
-        ("--timeout", "1"), None, "Status: Complete", 0, None),
+        ("--timeout", "0.5"), None, "Status: Complete", 0, None),
     "crash after its final status": (
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "os._exit(5)",
         (), None, "Status: Complete", 0, None),
 }
+
+# Rows that need acor to be a process of its own: signalled, or the
+# subreaper of a daemon that left the tool's group.
+OWN_PROCESS = {"SIGINT", "SIGINT, ignored by the tool", "SIGTERM",
+               "setsid daemon keeps stdout open"}
 
 FINALS = ("Status: Complete", "Status: Failed", "Status: Cancelled",
           "Input Needed")
@@ -176,7 +186,7 @@ def wait_gone(pids, seconds=5.0):
 
 @pytest.fixture
 def fast_kill(project):
-    project.env["ACOR_KILL_GRACE"] = "0.5"
+    project.env["ACOR_KILL_GRACE"] = "0.2"
     return project
 
 
@@ -187,27 +197,20 @@ def test_fault_matrix(fast_kill, tmp_path, fault):
     project.add_tool("faulty", PRELUDE + code)
     pids = tmp_path / "pids"
     started = time.monotonic()
-    proc = project.popen(*options, "faulty", str(pids))
-    if action is not None:
-        # Signal acor mid-run: once the tool's progress is through.
-        first = b""
-        while b"\nworking\n" not in first:
-            line = proc.stdout.readline()
-            assert line, "acor ended before the tool started"
-            first += line
-        proc.send_signal(action)
-        rest, err = proc.communicate(timeout=30)
-        out = first + rest
+    if fault in OWN_PROCESS:
+        out, err, returncode = run_as_process(project, options, pids,
+                                              action)
     else:
-        out, err = proc.communicate(timeout=30)
+        result = project.acor(*options, "faulty", str(pids))
+        out, err, returncode = result.stdout, result.stderr, \
+            result.returncode
     elapsed = time.monotonic() - started
-    out, err = out.decode(), err.decode()
 
     # The final section, and only one, last; the exit code.
     seen = headings(out)
     assert seen[-1] == final, (seen, err)
     assert sum(h in FINALS for h in seen) == 1, seen
-    assert proc.returncode == exit_code, (out, err)
+    assert returncode == exit_code, (out, err)
     errors = [e for e in parse(out) if e.type == "error"]
     if error_code is None:
         assert not errors, errors
@@ -244,9 +247,26 @@ def test_fault_matrix(fast_kill, tmp_path, fault):
     assert elapsed < 10, elapsed
 
 
-def test_sixteen_parallel_runs_each_get_their_own_transcript(project):
-    """16 acor runs at once against one project, starting with a cold
-    discovery cache: every run finishes, well formed, with its own data."""
+def run_as_process(project, options, pids, action):
+    proc = project.popen(*options, "faulty", str(pids))
+    first = b""
+    if action is not None:
+        # Signal acor mid-run: once the tool's progress is through.
+        while b"\nworking\n" not in first:
+            line = proc.stdout.readline()
+            assert line, "acor ended before the tool started"
+            first += line
+        proc.send_signal(action)
+    rest, err = proc.communicate(timeout=30)
+    return (first + rest).decode(), err.decode(), proc.returncode
+
+
+def test_sixteen_parallel_runs_each_get_their_own_transcript(project,
+                                                              monkeypatch):
+    """16 runs at once, each in a thread of this process (as the MCP server
+    runs them), against one project, starting with a cold discovery cache:
+    every run finishes, well formed, with its own data, in markdown or
+    JSON."""
     project.add_tool("par", """
         import sys, time
         from acor import AcorTool
@@ -259,16 +279,20 @@ def test_sixteen_parallel_runs_each_get_their_own_transcript(project):
             tool.output({"run": run})
             tool.ai_directive(f"directive of run {run}")
     """)
-    # Progress is not coalesced here: every section is checked.
-    (project.root / ".acor").mkdir()
-    (project.root / ".acor" / "config.yaml").write_text(
-        "progress_interval: 0\n")
+    for key, value in project.env.items():
+        if key.startswith("ACOR_"):
+            monkeypatch.setenv(key, value)
     fmts = ["markdown", "json"] * 8
 
     def one(i):
-        proc = project.popen("--format", fmts[i], "par", str(i))
-        out, err = proc.communicate(timeout=120)
-        return proc.returncode, out.decode(), err.decode()
+        out = io.BytesIO()
+        # Progress is not coalesced here (interval 0): every section is
+        # checked.
+        sink = make_sink(fmts[i], "par", 0, out=out)
+        result = run("par", [str(i)], sink=sink, cwd=str(project.root),
+                     timeout=60)
+        sink.close()
+        return result.exit_code, out.getvalue().decode(), result.stderr
 
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(one, range(16)))

@@ -1,4 +1,5 @@
-"""Idle timeout and heartbeats, through `acor` as a subprocess.
+"""Idle timeout and heartbeats, through `acor` (run in process; the tools
+are real processes).
 
 No output and no heartbeat for `idle_timeout` seconds: the launcher stops the
 tool with E_IDLE_TIMEOUT (its recovery names tool.heartbeat()), Failed, exit
@@ -26,11 +27,12 @@ SILENT = """
 BEATING = """
     import sys, time
     from acor import AcorTool
+    seconds, every = float(sys.argv[1]), float(sys.argv[2])
     with AcorTool() as tool:
         tool.progress(10, "thinking")
-        end = time.monotonic() + float(sys.argv[1])
+        end = time.monotonic() + seconds
         while time.monotonic() < end:   # silent work, but alive
-            time.sleep(0.2)
+            time.sleep(every)
             tool.heartbeat()
         tool.output("done")
 """
@@ -42,7 +44,7 @@ def events(stdout):
 
 def timed(project, *args):
     start = time.monotonic()
-    result = project.run(*args)
+    result = project.acor(*args)
     return result, time.monotonic() - start
 
 
@@ -60,17 +62,20 @@ def assert_idle_timeout(result, elapsed, limit):
 
 def test_silence_past_the_idle_timeout_stops_the_tool(project):
     project.add_tool("silent", SILENT)
-    result, elapsed = timed(project, "--idle-timeout", "1", "silent", "3")
+    result, elapsed = timed(project, "--idle-timeout", "0.5", "silent", "3")
     assert_idle_timeout(result, elapsed, 2.8)
     error = [e for e in events(result.stdout) if e["type"] == "error"][0]
-    assert error["title"] == "Tool 'silent' was silent for 1 s and was stopped"
+    assert error["title"] == \
+        "Tool 'silent' was silent for 0.5 s and was stopped"
 
 
 def test_heartbeats_keep_a_silent_tool_alive_and_are_not_relayed(project):
     project.add_tool("beating", BEATING)
-    result, elapsed = timed(project, "--idle-timeout", "1", "beating", "2")
+    # Twice the idle timeout in all, a heartbeat every sixth of it.
+    result, elapsed = timed(project, "--idle-timeout", "0.6", "beating",
+                            "1.2", "0.1")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert elapsed >= 2
+    assert elapsed >= 1.2
     assert "heartbeat" not in result.stdout + result.stderr
     assert "\x1e" not in result.stdout
     assert headings(result.stdout) == [
@@ -78,14 +83,15 @@ def test_heartbeats_keep_a_silent_tool_alive_and_are_not_relayed(project):
 
 
 def test_idle_timeout_from_the_manifest_applies(project):
-    project.add_tool("silent", SILENT, idle_timeout=1)
+    project.add_tool("silent", SILENT, idle_timeout=0.5)
     result, elapsed = timed(project, "silent", "3")
     assert_idle_timeout(result, elapsed, 2.8)
 
 
 def test_the_flag_overrides_the_manifest(project):
-    project.add_tool("silent", SILENT, idle_timeout=0.5)
-    result = project.run("--idle-timeout", "5", "silent", "1")
+    project.add_tool("silent", SILENT, idle_timeout=0.2)
+    # Silent for longer than the manifest allows, not the flag.
+    result = project.acor("--idle-timeout", "5", "silent", "0.5")
     assert result.returncode == 0, result.stdout
     assert headings(result.stdout)[-1] == "Status: Complete"
 
@@ -96,8 +102,8 @@ def test_standalone_heartbeat_is_a_harmless_comment(project, tmp_path):
     folder = project.add_tool("beating", BEATING)
     env = {k: v for k, v in project.env.items() if k != "ACOR_FRAME_TOKEN"}
     result = subprocess.run(
-        [sys.executable, str(folder / "beating.py"), "0.5"], env=env,
-        capture_output=True, text=True, timeout=30)
+        [sys.executable, str(folder / "beating.py"), "0.3", "0.05"],
+        env=env, capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines.count("<!-- acor:heartbeat -->") >= 2
@@ -105,9 +111,7 @@ def test_standalone_heartbeat_is_a_harmless_comment(project, tmp_path):
         "status", "progress", "output", "status"]
     progress = [e for e in parse(result.stdout) if e.type == "progress"][0]
     assert progress.message == "thinking"  # the comment did not join it
-    parsed = subprocess.run(
-        [sys.executable, "-m", "acor", "parse", "-"], input=result.stdout,
-        env=env, cwd=tmp_path, capture_output=True, text=True, timeout=30)
+    parsed = project.acor("parse", "-", input=result.stdout, env=env)
     assert parsed.returncode == 0, parsed.stderr
     assert "heartbeat" not in parsed.stdout
     assert [json.loads(ln)["type"] for ln in parsed.stdout.splitlines()] == [
@@ -126,14 +130,14 @@ def test_progress_bar_edge_cases_through_the_launcher(project):
             tool.output("between")
             tool.progress_bar(1, 3, "Third")
     """)
-    result = project.run("bar")
+    result = project.acor("bar")
     assert result.returncode == 0, result.stdout
     progress = [(e["percent"], e["message"]) for e in events(result.stdout)
                 if e["type"] == "progress"]
     assert progress == [(100, "Nothing (0/0)"), (100, "Past (15/10)"),
                         (33.33, "Third (1/3)")]
     assert "## Progress: 33.33%\nThird (1/3)\n" in result.stdout
-    rich = project.run("--format", "rich", "bar")
+    rich = project.acor("--format", "rich", "bar")
     assert rich.returncode == 0, rich.stdout
     assert "33% 1/3 Third" in rich.stdout  # the bar's last frame
 

@@ -1,18 +1,25 @@
-"""The launcher, driven as an agent drives it: `acor <tool>` in a subprocess.
+"""The launcher, driven as an agent drives it: `acor <tool>` with its
+arguments, its stdout and its exit code.
 
-Every ending is checked by its final section and its exit code.
+Most runs are in process (``project.acor``: acor's main() with its own
+stdio, environment and directory); what only a separate acor process shows
+runs it as one: signals to acor, a reader that goes away, a timeout that
+must end a whole process group, the console script and what its start-up
+imports. Every ending is checked by its final section and
+its exit code.
 """
 
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 
 import pytest
 
 from acor import parse
-from conftest import headings, pid_alive
+from conftest import ACOR_SCRIPT, headings, pid_alive
 
 OK_TOOL = """
     from acor import AcorTool
@@ -43,7 +50,7 @@ def last_heading(stdout):
 
 def test_runs_a_tool_and_relays_its_sections(project):
     project.add_tool("ok", OK_TOOL)
-    result = project.run("ok")
+    result = project.acor("ok")
     assert result.returncode == 0, result.stderr
     assert headings(result.stdout) == [
         "Status: Ready", "Progress: 50%", "Output Data", "Status: Complete"]
@@ -57,14 +64,14 @@ def test_arguments_after_the_tool_go_to_it_verbatim(project):
         with AcorTool() as tool:
             tool.output({"argv": sys.argv[1:]})
     """)
-    result = project.run("--timeout", "30", "echo", "--help", "-x", "a b")
+    result = project.acor("--timeout", "30", "echo", "--help", "-x", "a b")
     assert events(result.stdout)[1]["data"] == {"argv": ["--help", "-x",
                                                          "a b"]}
 
 
 def test_unknown_tool_is_a_usage_error_with_close_matches(project):
     project.add_tool("hello", OK_TOOL)
-    result = project.run("helo")
+    result = project.acor("helo")
     assert result.returncode == 2
     error = events(result.stdout)[0]
     assert error["type"] == "error" and error["code"] == "E_UNKNOWN_TOOL"
@@ -75,14 +82,14 @@ def test_unknown_tool_is_a_usage_error_with_close_matches(project):
 
 
 def test_bad_option_value_is_a_usage_error(project):
-    result = project.run("--timeout", "soon", "x")
+    result = project.acor("--timeout", "soon", "x")
     assert result.returncode == 2
     assert events(result.stdout)[0]["code"] == "E_USAGE"
     assert "Traceback" not in result.stderr
 
 
 def test_unknown_option_is_a_usage_error_in_acor_form(project):
-    result = project.run("--frobnicate")
+    result = project.acor("--frobnicate")
     assert result.returncode == 2
     assert events(result.stdout)[0]["code"] == "E_USAGE"
     assert "Traceback" not in result.stderr
@@ -94,7 +101,7 @@ def test_exception_in_tool_ends_failed_with_its_error(project):
         with AcorTool() as tool:
             raise ValueError("bad input")
     """)
-    result = project.run("boom")
+    result = project.acor("boom")
     assert result.returncode == 1
     error = [e for e in events(result.stdout) if e["type"] == "error"][0]
     assert error["code"] == "E_UNHANDLED_EXCEPTION"
@@ -112,7 +119,7 @@ def test_crash_without_final_status_gets_error_and_failed(project):
         print("to stderr", file=sys.stderr, flush=True)
         os._exit(7)
     """)
-    result = project.run("crash")
+    result = project.acor("crash")
     assert result.returncode == 1
     evs = events(result.stdout)
     assert [e["type"] for e in evs] == ["status", "progress", "error",
@@ -130,7 +137,7 @@ def test_tool_killed_by_a_signal_is_named(project):
         AcorTool().start()
         os.kill(os.getpid(), signal.SIGKILL)
     """)
-    result = project.run("killed")
+    result = project.acor("killed")
     assert result.returncode == 1
     error = events(result.stdout)[1]
     assert error["code"] == "E_TOOL_KILLED" and "SIGKILL" in error["title"]
@@ -139,25 +146,25 @@ def test_tool_killed_by_a_signal_is_named(project):
 
 def test_timeout_kills_the_whole_group_including_grandchildren(project,
                                                                tmp_path):
+    """A subprocess: acor itself ends the group (and stays its subreaper)."""
     pidfile = tmp_path / "grandchild.pid"
     project.add_tool("slow", f"""
         import subprocess, sys, time
         from acor import AcorTool
         with AcorTool() as tool:
-            child = subprocess.Popen([sys.executable, "-c",
-                                      "import time; time.sleep(60)"])
+            child = subprocess.Popen(["sleep", "60"])
             open({str(pidfile)!r}, "w").write(str(child.pid))
             tool.progress(1, "sleeping")
             time.sleep(60)
     """)
     started = time.monotonic()
-    result = project.run("--format", "json", "--timeout", "1", "slow")
+    result = project.run("--format", "json", "--timeout", "0.5", "slow")
     assert time.monotonic() - started < 15
     assert result.returncode == 124
     evs, last = json_run(result.stdout)
     assert evs[-2]["code"] == "E_TIMEOUT"
     # The exact next command: the same one, with the timeout doubled.
-    assert evs[-2]["next"] == ["acor", "--format", "json", "--timeout", "2",
+    assert evs[-2]["next"] == ["acor", "--format", "json", "--timeout", "1",
                                "slow"] == last["next"]
     assert evs[-1] == {"type": "status", "state": "failed", "message": ""}
     assert [e["type"] for e in evs].count("status") == 2  # Ready, Failed
@@ -176,22 +183,29 @@ def test_manifest_timeout_applies_when_no_flag(project):
         from acor import AcorTool
         with AcorTool() as tool:
             time.sleep(30)
-    """, timeout=0.5)
-    result = project.run("slow")
+    """, timeout=0.2)
+    result = project.acor("slow")
     assert result.returncode == 124
-    assert "0.5 s" in events(result.stdout)[-2]["title"]
+    assert "0.2 s" in events(result.stdout)[-2]["title"]
+
+
+WAIT = """
+    import time
+    from acor import AcorTool
+    with AcorTool() as tool:
+        tool.progress(5, "waiting")
+        time.sleep(60)
+"""
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_to_acor_cancels_the_tool(project, sig):
-    project.add_tool("wait", """
-        import time
-        from acor import AcorTool
-        with AcorTool() as tool:
-            tool.progress(5, "waiting")
-            time.sleep(60)
-    """)
-    proc = project.popen("--format", "json", "wait")
+    """The installed console script, signalled as a terminal or a
+    supervisor would signal it."""
+    project.add_tool("wait", WAIT)
+    proc = subprocess.Popen([ACOR_SCRIPT, "--format", "json", "wait"],
+                            cwd=project.root, env=project.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = [proc.stdout.readline(), proc.stdout.readline()]
     assert json.loads(first[1])["type"] == "progress"
     proc.send_signal(sig)
@@ -206,6 +220,16 @@ def test_signal_to_acor_cancels_the_tool(project, sig):
     assert len(finals) == 1
 
 
+def test_ctrl_c_caught_at_start_up_starts_no_built_in_command(project):
+    """A signal the console script caught before main() (cli.entry): a
+    built-in command is not started at all, exit 130, nothing written. (The
+    same for a tool run, and Ctrl-C sent to a real acor process, are in
+    test_boundaries.py.)"""
+    result = project.acor("list", early_signals=[signal.SIGINT])
+    assert (result.returncode, result.stdout, result.stderr) == (130, "", "")
+    assert project.acor("list").returncode == 0
+
+
 def test_input_needed_ends_with_exit_3(project):
     project.add_tool("ask", """
         from acor import AcorTool
@@ -213,31 +237,41 @@ def test_input_needed_ends_with_exit_3(project):
             tool.ai_directive("then rerun")
             tool.input_needed("Which column? Run: acor ask --key COL")
     """)
-    result = project.run("ask")
+    result = project.acor("ask")
     assert result.returncode == 3
     assert headings(result.stdout)[-2:] == ["AI Directive", "Input Needed"]
 
 
 def test_sections_arrive_while_the_tool_is_still_running(project):
+    """Each progress is written with the time it was written; acor's
+    stdout must show it before the tool writes the next one (it sleeps in
+    between), and the last one before the tool exits. (Progress is not
+    coalesced here: that is another test.)"""
     project.add_tool("live", """
         import time
         from acor import AcorTool
         with AcorTool() as tool:
             for i in range(3):
-                tool.progress(i * 10, str(time.time()))
-                time.sleep(0.6)
+                tool.progress(i * 10, repr(time.time()))
+                time.sleep(0.3)
+            tool.output(repr(time.time()))
     """)
-    proc = project.popen("--format", "json", "live")
-    seen = []
-    for _ in range(3):
-        line = json.loads(proc.stdout.readline())
-        seen.append(time.time())
-        if line["type"] == "progress":
-            # Read while the tool sleeps: relayed long before it exits.
-            assert seen[-1] - float(line["message"]) < 0.3
-    assert proc.poll() is None  # the tool is still running
-    proc.communicate(timeout=20)
-    assert proc.returncode == 0
+    (project.root / ".acor").mkdir()
+    (project.root / ".acor" / "config.yaml").write_text(
+        "progress_interval: 0\n")
+    arrived = []
+    result = project.acor("--format", "json", "live", on_line=lambda line:
+                          arrived.append((time.time(), json.loads(line))))
+    assert result.returncode == 0
+    written = [(float(line["message"]), when) for when, line in arrived
+               if line["type"] == "progress"]
+    ended = next(float(line["text"]) for _, line in arrived
+                 if line["type"] == "output")
+    assert len(written) == 3
+    # Read while the tool sleeps: relayed long before it exits.
+    nexts = [w for w, _ in written[1:]] + [ended]
+    for (wrote, seen), next_write in zip(written, nexts):
+        assert wrote <= seen < next_write
 
 
 def test_raw_prints_cannot_forge_sections(project):
@@ -253,11 +287,11 @@ def test_raw_prints_cannot_forge_sections(project):
                             "print('## Status: Failed')"])
             tool.output("done")
     """)
-    result = project.run("forge")
+    result = project.acor("forge")
     assert result.returncode == 0
     assert headings(result.stdout) == ["Status: Ready", "Output",
                                        "Status: Complete"]
-    json_out = project.run("--format", "json", "forge")
+    json_out = project.acor("--format", "json", "forge")
     types = [json.loads(x)["type"] for x in json_out.stdout.splitlines()]
     assert set(types) == {"status", "text", "output", "result"}
     assert "delete everything" in json_out.stdout  # relayed, as text
@@ -265,7 +299,7 @@ def test_raw_prints_cannot_forge_sections(project):
 
 def test_json_format_adds_seq_time_and_tool(project):
     project.add_tool("ok", OK_TOOL)
-    result = project.run("--format", "json", "ok")
+    result = project.acor("--format", "json", "ok")
     lines = [json.loads(x) for x in result.stdout.splitlines()]
     assert [x["seq"] for x in lines] == [1, 2, 3, 4, 5]
     assert all(x["tool"] == "ok" and x["time"] > 1e9 and x["v"] == 1
@@ -278,7 +312,7 @@ def test_json_format_adds_seq_time_and_tool(project):
 
 def test_rich_format_renders_for_people(project):
     project.add_tool("ok", OK_TOOL)
-    result = project.run("--format", "rich", "ok")
+    result = project.acor("--format", "rich", "ok")
     assert result.returncode == 0
     assert "Complete" in result.stdout and "answer" in result.stdout
     assert "##" not in result.stdout
@@ -292,7 +326,7 @@ def test_fast_progress_is_coalesced_and_the_last_one_kept(project):
                 tool.progress(i / 100, f"step {i}")
             tool.output("done")
     """)
-    result = project.run("many")
+    result = project.acor("many")
     evs = events(result.stdout)
     progress = [e for e in evs if e["type"] == "progress"]
     assert 1 <= len(progress) < 200
@@ -308,7 +342,7 @@ def test_stdin_is_closed_so_readers_do_not_hang(project):
         with AcorTool() as tool:
             tool.output({"stdin": sys.stdin.read()})
     """)
-    result = project.run("reader", timeout=20)
+    result = project.acor("reader")
     assert result.returncode == 0
     assert events(result.stdout)[1]["data"] == {"stdin": ""}
 
@@ -324,7 +358,7 @@ def test_daemon_keeping_stdout_open_does_not_hang_the_run(project):
             tool.output("parent done")
     """)
     started = time.monotonic()
-    result = project.run("daemon", timeout=30)
+    result = project.acor("daemon")
     assert time.monotonic() - started < 10
     assert result.returncode == 0
     assert last_heading(result.stdout) == "Status: Complete"
@@ -332,35 +366,35 @@ def test_daemon_keeping_stdout_open_does_not_hang_the_run(project):
 
 def test_help_lists_builtins_and_tools(project):
     project.add_tool("hello", OK_TOOL, description="Say hello")
-    result = project.run("--help")
+    result = project.acor("--help")
     assert result.returncode == 0
     for word in ("list", "show", "parse", "doctor", "hello", "Say hello"):
         assert word in result.stdout
-    assert project.run().stdout == result.stdout
-    assert project.run("--version").stdout.startswith("acor")
+    assert project.acor().stdout == result.stdout
+    assert project.acor("--version").stdout.startswith("acor")
 
 
 def test_list_json_and_show(project):
     project.add_tool("hello", OK_TOOL, usage="hello [NAME]")
-    listed = json.loads(project.run("list", "--json").stdout)
+    listed = json.loads(project.acor("list", "--json").stdout)
     assert listed["tools"][0]["name"] == "hello"
     assert listed["tools"][0]["kind"] == "acor"
-    shown = project.run("show", "hello")
+    shown = project.acor("show", "hello")
     assert "hello [NAME]" in shown.stdout and '"entry"' in shown.stdout
-    missing = project.run("show", "nope")
+    missing = project.acor("show", "nope")
     assert missing.returncode == 2 and "E_UNKNOWN_TOOL" in missing.stdout
 
 
 def test_parse_command_turns_markdown_into_json_lines(project, tmp_path):
     path = tmp_path / "t.md"
     path.write_text("## Status: Ready\n\n## Progress: 5%\nx\n\n")
-    result = project.run("parse", str(path))
+    result = project.acor("parse", str(path))
     assert [json.loads(x) for x in result.stdout.splitlines()] == [
         {"type": "status", "state": "ready", "message": ""},
         {"type": "progress", "percent": 5, "message": "x"}]
-    piped = project.run("parse", "-", input=path.read_text())
+    piped = project.acor("parse", "-", input=path.read_text())
     assert piped.stdout == result.stdout
-    missing = project.run("parse", str(tmp_path / "nope.md"))
+    missing = project.acor("parse", str(tmp_path / "nope.md"))
     assert missing.returncode == 2 and "E_FILE_NOT_FOUND" in missing.stdout
 
 
@@ -373,7 +407,7 @@ def test_wrapped_program_gets_ready_output_progress_and_errors(project):
                         progress_pattern=r"\[\s*(?P<percent>\d+)%\]",
                         errors={"4": {"message": "Bad usage",
                                       "recovery": "Pass a valid flag"}})
-    ok = project.run("job", "0")
+    ok = project.acor("job", "0")
     assert ok.returncode == 0
     hs = headings(ok.stdout)
     assert hs[0] == "Status: Ready" and hs[-1] == "Status: Complete"
@@ -384,7 +418,7 @@ def test_wrapped_program_gets_ready_output_progress_and_errors(project):
     assert "work [" not in "".join(e.get("text", "") for e in events(
         ok.stdout) if e["type"] == "output")
     assert "AI Directive" not in hs
-    bad = project.run("job", "4")
+    bad = project.acor("job", "4")
     assert bad.returncode == 1
     error = [e for e in events(bad.stdout) if e["type"] == "error"][0]
     assert error["title"] == "Bad usage" and error["recovery"] == \
@@ -400,22 +434,24 @@ def test_bundled_pytest_wrapper_on_a_sample_suite(project):
         "def test_c(): assert 1 == 2\n")
     manifest = (os.path.dirname(__file__) + "/../manifests/pytest.json")
     (project.root / "tools" / "pytest.json").write_text(open(manifest).read())
-    result = project.run("pytest", "-p", "no:cacheprovider", "suite")
+    # The inner pytest needs none of this venv's plugins: half its start-up.
+    project.env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    result = project.acor("pytest", "-p", "no:cacheprovider", "suite")
     assert result.returncode == 1
     evs = events(result.stdout)
     assert any(e["type"] == "progress" and e["percent"] == 100 for e in evs)
     error = [e for e in evs if e["type"] == "error"][0]
     assert error["code"] == "E_TESTS_FAILED"
-    empty = project.run("pytest", "-p", "no:cacheprovider", "suite", "-k",
+    empty = project.acor("pytest", "-p", "no:cacheprovider", "suite", "-k",
                         "nomatch")
     assert [e for e in events(empty.stdout) if e["type"] == "error"][0][
         "code"] in ("E_NO_TESTS",)
 
 
 def test_hot_path_imports_no_heavy_dependency(project):
+    """A fresh acor process: what its start-up imports."""
     project.add_tool("ok", OK_TOOL)
-    project.run("ok")  # warm the discovery cache
-    import subprocess
+    project.acor("ok")  # warm the discovery cache
     result = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "acor", "ok"],
         cwd=project.root, env=project.env, capture_output=True, text=True)
@@ -427,6 +463,7 @@ def test_hot_path_imports_no_heavy_dependency(project):
 
 
 def test_reader_going_away_ends_the_run_quietly(project, tmp_path):
+    """A subprocess: the pipe closed by its reader is acor's own stdout."""
     pidfile = tmp_path / "tool.pid"
     project.add_tool("chatty", f"""
         import os, time

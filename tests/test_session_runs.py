@@ -1,5 +1,6 @@
 """Resumable runs end to end: a tool's session and checkpoints through `acor`
-as a subprocess, a run killed mid-file, and the rerun that carries on.
+(run in process; the tool is a real process), a run killed mid-file, and
+the rerun that carries on.
 
 The store itself (atomic files, concurrent writers, SIGKILL during writes)
 is tested in test_sessions.py; here it is the contract a tool and an agent
@@ -70,7 +71,7 @@ def offset(checkpoint_id):
 
 
 def sessions_json(proj):
-    result = proj.run("sessions", "--json")
+    result = proj.acor("sessions", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
     return json.loads(result.stdout)["sessions"]
 
@@ -102,45 +103,46 @@ def read_until_checkpoints(proc, count, timeout=20):
     return "".join(seen), lines
 
 
-def children(pid):
-    """The pids whose parent is pid (Linux /proc)."""
+def children(pid, running):
+    """The live pids whose parent is pid and whose command line holds
+    ``running`` (Linux /proc)."""
     found = []
     for entry in filter(str.isdigit, os.listdir("/proc")):
         try:
             with open(f"/proc/{entry}/stat") as f:
-                if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry))
+                stat = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
         except (OSError, IndexError, ValueError):
-            pass
+            continue
+        if int(stat[1]) == pid and stat[0] != "Z" and \
+                running.encode() in cmdline:
+            found.append(int(entry))
     return found
-
-
-def rest(lines):
-    text = []
-    while (line := lines.get(timeout=20)) is not None:
-        text.append(line)
-    return "".join(text)
 
 
 # --- a killed run, resumed ---------------------------------------------------
 
-SLOW = ("--session", "s1", "--chunk-rows", "20", "--slow", "0.3")
+# 10 chunks of 20 rows, 0.1 s apart: the second checkpoint comes at about
+# 0.1 s, the end not before 0.9 s.
+SLOW = ("--session", "s1", "--chunk-rows", "20", "--slow", "0.1")
 
 
 def killed_under_acor(proj):
     """SIGKILL the tool (acor's child) after 2 checkpoints: acor reports it."""
-    proc = proj.popen("csvprofile", FILE, *SLOW, "--out", "out1", text=True)
-    try:
-        before, lines = read_until_checkpoints(proc, 2)
-        tool = children(proc.pid)
-        assert len(tool) == 1
-        os.kill(tool[0], signal.SIGKILL)
-        after = rest(lines)
-        assert proc.wait(timeout=20) == 1
-    finally:
-        proc.kill()
-        proc.wait()
-    transcript = before + after
+    seen = []
+
+    def on_line(line):
+        seen.append(line)
+        if line.startswith("## Session Checkpoint: ") and sum(
+                ln.startswith("## Session Checkpoint: ") for ln in seen) == 2:
+            (tool,) = children(os.getpid(), "csvprofile.py")
+            os.kill(tool, signal.SIGKILL)
+
+    result = proj.acor("csvprofile", FILE, *SLOW, "--out", "out1",
+                       on_line=on_line)
+    assert result.returncode == 1
+    transcript = result.stdout
     assert [e["code"] for e in of_type(transcript, "error")] == ["E_TOOL_KILLED"]
     assert headings(transcript)[-1] == "Status: Failed"
     return transcript
@@ -163,7 +165,7 @@ def killed_standalone(proj):
 
 def killed_by_timeout(proj):
     """acor's own --timeout stops the tool: exit 124, E_TIMEOUT."""
-    result = proj.run("--timeout", "1", "csvprofile", FILE, *SLOW,
+    result = proj.acor("--timeout", "0.5", "csvprofile", FILE, *SLOW,
                       "--out", "out1")
     assert result.returncode == 124, result.stdout + result.stderr
     assert [e["code"] for e in of_type(result.stdout, "error")] == ["E_TIMEOUT"]
@@ -187,7 +189,7 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(proj, kill,
     assert offset(latest) >= offset(seen[-1])
     assert 1 <= saved["checkpoints"] <= 2  # csvprofile keeps the newest 2
 
-    result = proj.run("csvprofile", FILE, "--session", "s1", "--chunk-rows",
+    result = proj.acor("csvprofile", FILE, "--session", "s1", "--chunk-rows",
                       "20", "--out", "out2")
     assert result.returncode == 0, result.stdout + result.stderr
     hs = headings(result.stdout)
@@ -206,11 +208,11 @@ def test_a_killed_run_resumes_from_its_last_checkpoint(proj, kill,
 
 def test_a_finished_session_resumes_at_the_end_without_rereading(
         proj, uninterrupted):
-    first = proj.run("csvprofile", FILE, "--session", "done", "--out", "o1")
+    first = proj.acor("csvprofile", FILE, "--session", "done", "--out", "o1")
     assert first.returncode == 0, first.stdout
     size = (proj.root / FILE).stat().st_size
     assert checkpoints(first.stdout)[-1] == f"offset-{size}"
-    again = proj.run("csvprofile", FILE, "--session", "done", "--out", "o2")
+    again = proj.acor("csvprofile", FILE, "--session", "done", "--out", "o2")
     assert again.returncode == 0, again.stdout
     statuses = [e["message"] for e in of_type(again.stdout, "status")]
     assert any("(the whole file)" in m and f"byte {size} of {size}" in m
@@ -220,11 +222,11 @@ def test_a_finished_session_resumes_at_the_end_without_rereading(
 
 
 def test_a_changed_file_starts_over_and_says_why(proj):
-    first = proj.run("csvprofile", FILE, "--session", "s2", "--out", "o1")
+    first = proj.acor("csvprofile", FILE, "--session", "s2", "--out", "o1")
     assert first.returncode == 0
     with open(proj.root / FILE, "a") as f:
         f.write("ORD-9999,C-001,2024-06-30,shipped,SKU-A10,1,1.00,1.00,true,,\n")
-    result = proj.run("csvprofile", FILE, "--session", "s2", "--out", "o2")
+    result = proj.acor("csvprofile", FILE, "--session", "s2", "--out", "o2")
     assert result.returncode == 0, result.stdout
     statuses = [e["message"] for e in of_type(result.stdout, "status")]
     assert any(m.startswith("Starting over at byte 0: checkpoint offset-")
@@ -237,14 +239,14 @@ def test_a_changed_file_starts_over_and_says_why(proj):
 def test_same_size_and_mtime_but_other_bytes_start_over(proj):
     """The prefix digest catches what size and mtime cannot."""
     path = proj.root / FILE
-    first = proj.run("csvprofile", FILE, "--session", "s3", "--chunk-rows",
+    first = proj.acor("csvprofile", FILE, "--session", "s3", "--chunk-rows",
                      "50", "--out", "o1")
     assert first.returncode == 0
     stat = path.stat()
     data = path.read_bytes()
     path.write_bytes(data.replace(b"ORD-1002,", b"ORD-2002,", 1))
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    result = proj.run("csvprofile", FILE, "--session", "s3", "--out", "o2")
+    result = proj.acor("csvprofile", FILE, "--session", "s3", "--out", "o2")
     statuses = [e["message"] for e in of_type(result.stdout, "status")]
     assert any("sha256 differs" in m for m in statuses), statuses
     assert profile_of(proj, "o2")["sha256"] != profile_of(proj, "o1")["sha256"]
@@ -257,13 +259,13 @@ def test_input_needed_then_key_continues_the_session(proj):
         "order_id,invoice_id,amount\n"
         + "".join(f"{a},{100 + i},{i}\n" for i, a in enumerate(
             [1, 2, 3, 4, 5, 6, 7, 8, 9, 2])))
-    asked = proj.run("csvprofile", "data/two.csv", "--session", "k",
+    asked = proj.acor("csvprofile", "data/two.csv", "--session", "k",
                      "--out", "o")
     assert asked.returncode == 3
     message = of_type(asked.stdout, "input_needed")[0]["message"]
     assert "acor csvprofile data/two.csv --out o --session k --key '<KEY>'" \
         in message  # <KEY>: the field's placeholder, as acor fills it
-    answered = proj.run("csvprofile", "data/two.csv", "--out", "o",
+    answered = proj.acor("csvprofile", "data/two.csv", "--out", "o",
                         "--session", "k", "--key", "order_id")
     assert answered.returncode == 0, answered.stdout
     statuses = [e["message"] for e in of_type(answered.stdout, "status")]
@@ -273,7 +275,7 @@ def test_input_needed_then_key_continues_the_session(proj):
 
 
 def test_bad_session_id_is_a_usage_error_before_anything_is_written(proj):
-    result = proj.run("csvprofile", FILE, "--session", "../escape")
+    result = proj.acor("csvprofile", FILE, "--session", "../escape")
     assert result.returncode == 2  # an E_USAGE error, then Status: Failed
     error = of_type(result.stdout, "error")[0]
     assert error["code"] == "E_USAGE" and "contains '/'" in error["title"]
@@ -285,12 +287,12 @@ def test_bad_session_id_is_a_usage_error_before_anything_is_written(proj):
 def test_a_corrupt_session_is_reported_with_the_way_out(proj):
     (proj.state / "csvprofile").mkdir(parents=True)
     (proj.state / "csvprofile" / "bad.json").write_text("{oops")
-    result = proj.run("csvprofile", FILE, "--session", "bad")
+    result = proj.acor("csvprofile", FILE, "--session", "bad")
     assert result.returncode == 1
     error = of_type(result.stdout, "error")[0]
     assert error["code"] == "E_SESSION_CORRUPT"
     assert "acor sessions --clear bad --tool csvprofile" in error["recovery"]
-    assert proj.run("sessions", "--clear", "bad").returncode == 0
+    assert proj.acor("sessions", "--clear", "bad").returncode == 0
     assert not (proj.state / "csvprofile" / "bad.json").exists()
 
 
@@ -328,7 +330,7 @@ API_TOOL = """
 
 
 def run_api_tool(proj, *args):
-    result = proj.run("api", *args)
+    result = proj.acor("api", *args)
     assert result.returncode == 0, result.stdout + result.stderr
     return result, of_type(result.stdout, "output_data")[0]["data"]
 
@@ -358,7 +360,7 @@ def test_session_checkpoint_and_resume_in_a_tool_process(proj):
                                    "checkpoints")} == {
         "tool": "api", "session": "run-1", "checkpoint": "step-2",
         "checkpoints": 3}
-    cleared = proj.run("sessions", "--clear", "run-1", "--json")
+    cleared = proj.acor("sessions", "--clear", "run-1", "--json")
     assert cleared.returncode == 0
     assert json.loads(cleared.stdout)["cleared"]["session"] == "run-1"
     assert sessions_json(proj) == []
