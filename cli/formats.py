@@ -83,25 +83,13 @@ def _late_note(tool: str, event: Event, said: set) -> None:
     write_stderr(grammar.render(event) if event.type != "stderr" else "")
 
 
-class MarkdownSink:
-    """The canonical ACOR stream. Every section is re-rendered from its
-    event, so the launcher's output is escaped whatever the tool sent."""
+class _Format:
+    """What every format shares: the tool's stderr and what it wrote
+    after its final status go to acor's stderr; the result is the exit
+    code's to tell."""
 
-    def __init__(self, tool: str, out=None) -> None:
-        self.out = out
-        self._after_text = False
+    def __init__(self) -> None:
         self._late: set = set()
-
-    def emit(self, event: Event) -> None:
-        text = grammar.render(event)
-        is_text = event.type in ("text", "unknown")
-        if self._after_text and not is_text:
-            # Raw text ends in a blank line before the next section: text
-            # like `<div>` opens an HTML block that runs to the next blank
-            # line and would swallow the heading that follows.
-            text = "\n" + text
-        self._after_text = is_text
-        write_all(self.out, text.encode("utf-8", "replace"))
 
     def stderr(self, data: bytes) -> None:
         write_stderr(data.decode("utf-8", "replace"))
@@ -116,16 +104,38 @@ class MarkdownSink:
         pass
 
     def close_failed(self, error) -> None:
-        pass
+        self.close()
 
 
-class JsonSink:
+class MarkdownSink(_Format):
+    """The canonical ACOR stream. Every section is re-rendered from its
+    event, so the launcher's output is escaped whatever the tool sent."""
+
+    def __init__(self, tool: str, out=None) -> None:
+        super().__init__()
+        self.out = out
+        self._after_text = False
+
+    def emit(self, event: Event) -> None:
+        text = grammar.render(event)
+        is_text = event.type in ("text", "unknown")
+        if self._after_text and not is_text:
+            # Raw text ends in a blank line before the next section: text
+            # like `<div>` opens an HTML block that runs to the next blank
+            # line and would swallow the heading that follows.
+            text = "\n" + text
+        self._after_text = is_text
+        write_all(self.out, text.encode("utf-8", "replace"))
+
+
+class JsonSink(_Format):
     """One strict JSON object per line: the event's dict plus ``v`` (the
     schema version), ``seq`` (from 1), ``time`` (Unix seconds) and
     ``tool``; the tool's stderr as ``stderr`` events; the ``result`` line
     last."""
 
     def __init__(self, tool: str, out=None) -> None:
+        super().__init__()
         self.out = out
         self.tool = tool
         self.seq = 0
@@ -177,18 +187,12 @@ class JsonSink:
         self._write({"type": "stderr",
                      "text": kept.decode("utf-8", "replace")})
 
-    def late(self, tool: str, event: Event) -> None:
-        _late_note(tool, event, self._late)
-
     def result(self, result) -> None:
         if self._stderr_cut:
             self._write({"type": "stderr", "text": (
                 f"[acor: {self._stderr_cut} more bytes of stderr not "
                 f"carried in JSON; over {STDERR_EVENT_LIMIT} bytes]")})
         self._write(result.to_dict())
-
-    def close(self) -> None:
-        pass
 
     def close_failed(self, error) -> None:
         """The result line of a run that never started."""
@@ -198,7 +202,7 @@ class JsonSink:
                      "argv": [], "session": None, "next": error.next})
 
 
-class RichFormat:
+class RichFormat(_Format):
     """The rich view (imported only when asked: rich costs ~30 ms)."""
 
     def __init__(self, tool: str, out=None) -> None:
@@ -206,25 +210,13 @@ class RichFormat:
         # A terminal that cannot show a character gets "?", not a crash.
         if out is None and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors="replace")
+        super().__init__()
         self.view = RichSink(tool)
-        self._late: set = set()
 
     def emit(self, event: Event) -> None:
         self.view.emit(event)
 
-    def stderr(self, data: bytes) -> None:
-        write_stderr(data.decode("utf-8", "replace"))
-
-    def late(self, tool: str, event: Event) -> None:
-        _late_note(tool, event, self._late)
-
-    def result(self, result) -> None:
-        pass
-
     def close(self) -> None:
-        self.view.close()
-
-    def close_failed(self, error) -> None:
         self.view.close()
 
 
