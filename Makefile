@@ -42,8 +42,14 @@ demo: $(STAMP)
 
 # The venv's pytest script, not `python -m pytest`: -m would put the
 # checkout first on sys.path, where acor/ has no cli subpackage.
-test: $(STAMP)
+test: $(STAMP) lint
 	$(BIN)/pytest
+
+# Habits, checked on every test run: ruff on the library and the launcher,
+# mypy on the library (its public API is typed; see pyproject.toml).
+lint: $(STAMP)
+	$(BIN)/ruff check acor cli
+	$(BIN)/mypy
 
 fuzz: $(STAMP)
 	ACOR_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests -k "property or fuzz" -p no:cacheprovider

@@ -111,3 +111,28 @@ def file_entries(files):
         else:
             entries.append(_file_entry(item, ""))
     return entries
+
+
+FORMATS = ("auto", "json", "yaml", "text", "markdown")
+
+
+def output_text(data, format):
+    """The format and text of an ``## Output Data`` block for ``data``."""
+    if format not in FORMATS:
+        raise ValueError(f"format must be one of {', '.join(FORMATS)}, "
+                         f"not {format!r}")
+    if format == "auto":
+        format = "json"
+    if format == "json":
+        import json  # only structured output pays for it
+        return format, json.dumps(data, indent=2, ensure_ascii=False,
+                                  default=str)
+    if format == "yaml":
+        try:
+            import yaml  # type: ignore[import-untyped]  # only when asked
+        except ImportError:
+            raise ImportError("output(format='yaml') needs PyYAML: "
+                              "pip install pyyaml") from None
+        return format, yaml.safe_dump(data, sort_keys=False,
+                                      allow_unicode=True)
+    return format, data if isinstance(data, str) else str(data)

@@ -150,7 +150,7 @@ class StreamDecoder:
             if self._heading is not None:
                 pos = self._section_part(block, pos, events)
                 continue
-            at = block.find(self._mark, pos)
+            at = self._find_mark(block, pos, anywhere=True)
             if at < 0:
                 events.append(Text(block[pos:]))
                 break
@@ -175,11 +175,7 @@ class StreamDecoder:
         the start of another frame: escaped text never starts with the mark,
         so a marked line inside a section always means the section ended
         early. The cut section is reported as cut, never merged."""
-        if block.startswith(self._mark, pos):
-            at = pos
-        else:
-            at = block.find("\n" + self._mark, pos)
-            at = -1 if at < 0 else at + 1
+        at = self._find_mark(block, pos, anywhere=False)
         if at < 0:
             self._collect(block[pos:] + "\n")
             return len(block) + 1
@@ -192,6 +188,22 @@ class StreamDecoder:
         events.append(self._cut("the tool began another section before "
                                 "ending it"))
         return at  # read that line again, as the frame it starts
+
+    def _find_mark(self, block, pos, anywhere):
+        """Where this run's mark next starts in ``block`` from ``pos`` (at
+        a line start unless ``anywhere``), or -1. It looks for the mark's
+        first character, which text almost never holds, and checks the
+        rest there: ``str.find`` of the whole mark can be ten times slower,
+        depending on which hex digits the token happens to have."""
+        mark = self._mark
+        while True:
+            at = block.find("\x1e", pos)
+            if at < 0:
+                return -1
+            if block.startswith(mark, at) and (
+                    anywhere or at == 0 or block[at - 1] == "\n"):
+                return at
+            pos = at + 1
 
     def close(self):
         if self._heading is None:

@@ -13,8 +13,8 @@ the same stdout as the parent's sections.
 import _weakref
 import os
 
-_live = set()      # weak references to every AcorTool not yet collected
-_held_for_fork = []
+_live: set = set()   # weak references to every AcorTool not yet collected
+_held_for_fork: list = []
 
 
 def track(tool):

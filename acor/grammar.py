@@ -265,7 +265,7 @@ def parse_section(heading: str, body: str) -> Event:
     if reason:
         return Unknown(heading, body, reason)
     event = parse(value, body)
-    return Unknown(heading, body, event) if type(event) is str else event
+    return Unknown(heading, body, event) if isinstance(event, str) else event
 
 
 # --- the incremental parser ---------------------------------------------------

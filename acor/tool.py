@@ -35,7 +35,6 @@ __all__ = ["DIRECT_PROGRESS_INTERVAL", "PROGRESS_INTERVAL", "AcorTool",
 _RUNNING = ToolState.RUNNING
 _CREATED = ToolState.CREATED
 _FINAL = (ToolState.COMPLETE, ToolState.FAILED, ToolState.CANCELLED)
-_FORMATS = ("auto", "json", "yaml", "text", "markdown")
 _AUDIENCES = ("agent", "human")
 _SENTINEL = object()
 
@@ -121,9 +120,8 @@ class AcorTool(ProgressMixin, ResumableMixin):
     # --- writing --------------------------------------------------------
 
     def _write(self, section):
-        """Write one rendered section (the lock is held): the held progress,
-        if any, goes first, so that it is never lost behind another
-        section."""
+        """Write one rendered section (the lock is held): held progress
+        goes first, so it is never lost behind another section."""
         if self._latest is not self._written:
             self._write_held()
         self._put(section)
@@ -269,25 +267,9 @@ class AcorTool(ProgressMixin, ResumableMixin):
     def output(self, data, format="auto"):
         """A string is ``## Output``; anything else, or an explicit format,
         is ``## Output Data`` in a fenced block (json by default)."""
-        if format not in _FORMATS:
-            raise ValueError(f"format must be one of {', '.join(_FORMATS)}, "
-                             f"not {format!r}")
-        if format == "auto":
-            if isinstance(data, str):
-                return self._emit("output", Output(data))
-            format = "json"
-        if format == "json":
-            import json  # only structured output pays for it
-            text = json.dumps(data, indent=2, ensure_ascii=False, default=str)
-        elif format == "yaml":
-            try:
-                import yaml  # imported only when yaml output is asked for
-            except ImportError:
-                raise ImportError("output(format='yaml') needs PyYAML: "
-                                  "pip install pyyaml") from None
-            text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-        else:
-            text = data if isinstance(data, str) else str(data)
+        if format == "auto" and isinstance(data, str):
+            return self._emit("output", Output(data))
+        format, text = checks.output_text(data, format)
         return self._emit("output", OutputData(format, text))
 
     def output_files(self, files):
@@ -400,16 +382,15 @@ class AcorTool(ProgressMixin, ResumableMixin):
             raise SystemExit(exitcodes.OK) from None
         except args.UsageError as wrong:
             import shlex
+            help_argv = self.command("--help")
             self.fail("E_USAGE", wrong.message, details=wrong.usage,
-                      recovery=(f"Run `{shlex.join(self.command('--help'))}` "
-                                f"for the arguments, then run the corrected "
-                                f"command."),
-                      next=self.command("--help"))
+                      recovery=f"Run `{shlex.join(help_argv)}` for the "
+                      "arguments, then run the corrected command.",
+                      next=help_argv)
 
     def heartbeat(self):
-        """Tell the launcher the tool is alive during long silent work.
-        Consumed by the launcher; run directly, it writes an HTML comment
-        that Markdown readers do not show."""
+        """A sign of life during long silent work, for the launcher's idle
+        timeout (run directly: an HTML comment readers do not show)."""
         from .grammar import HEARTBEAT_LINE
         line = (framing.heartbeat_frame(self._token) if self._token
                 else HEARTBEAT_LINE + "\n")

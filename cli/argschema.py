@@ -17,7 +17,10 @@ Checked at discovery, so that `acor call`, the MCP server and a tool's own
 
 from __future__ import annotations
 
-from typing import Any, Optional
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
 
 SCALARS = ("string", "integer", "number", "boolean")
 _PROPERTY_KEYS = frozenset({"type", "description", "enum", "default",

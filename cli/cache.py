@@ -45,7 +45,7 @@ import time
 
 from acor._safefs import Folder, Unsafe
 
-FORMAT = 1
+FORMAT = 2  # 2: package and user tools dirs, specs with origin and args
 MAX_BYTES = 8 << 20
 # Racy-timestamp guard (as git does for its index): a file changed twice
 # within one filesystem timestamp tick, with the same size, would look
@@ -117,8 +117,17 @@ def cache_path(root, config_path):
     return os.path.join(cache_dir(), _cache_name(root, config_path))
 
 
+def _key(root, config_path):
+    """What a cache entry is for: the project, its config, the interpreter
+    and where else tools are looked for (the user's tools dir, and whether
+    packages' tools are, see :func:`cli.discover.sources`)."""
+    from .sources import packages_searched, user_tools_dir
+    return [root, config_path, sys.executable, user_tools_dir(),
+            packages_searched()]
+
+
 def _cache_name(root, config_path):
-    key = "\0".join((root, config_path or "", sys.executable))
+    key = "\0".join(str(part) for part in _key(root, config_path))
     digest = _sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
     return f"registry-{digest[:16]}.json"
 
@@ -249,7 +258,7 @@ def read(root, config_path):
             return None
         data = json.loads(raw)
         if data["format"] != FORMAT or \
-                data["key"] != [root, config_path, sys.executable]:
+                data["key"] != _key(root, config_path):
             return None
         for entry_path, light, sig in data["fingerprint"]:
             if signature(entry_path, light) != sig:
@@ -271,7 +280,7 @@ def write(root, config_path, fingerprint, payload):
         return False
     try:
         blob = json.dumps({"format": FORMAT,
-                           "key": [root, config_path, sys.executable],
+                           "key": _key(root, config_path),
                            "fingerprint": fingerprint.entries,
                            "payload": payload}, separators=(",", ":")
                           ).encode("ascii")  # ensure_ascii: all escaped

@@ -7,7 +7,6 @@ their own (:mod:`cli.info`: list, show, doctor, schema; :mod:`cli.call_cmd`;
 in ACOR form with exit code 2, like every other error an agent can cause.
 """
 
-import json
 import os
 import sys
 
@@ -19,6 +18,9 @@ from .errors import LauncherError, UsageError, config_error, report
 from .formats import FORMATS
 from . import info
 from .call_cmd import call_command
+from .check import check_command
+from .mcp_server import mcp_command
+from .scaffold import new_command
 from .sessions_cmd import sessions
 
 
@@ -93,6 +95,7 @@ def parse(source):
     """Read ACOR Markdown (FILE, or - for stdin) and print its events as
     JSON lines."""
     from acor.grammar import Parser
+    from acor.jsonlines import dumps
     parser = Parser()
     try:
         stream = sys.stdin if source == "-" else open(source, encoding="utf-8",
@@ -109,15 +112,14 @@ def parse(source):
             chunk = stream.read(1 << 16)
             events = parser.feed(chunk) if chunk else parser.close()
             for event in events:
-                click.echo(json.dumps(event.to_dict(), ensure_ascii=False,
-                                      default=str))
+                click.echo(dumps(event.to_dict()))
             if not chunk:
                 break
 
 
 cli.add_command(sessions)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
-                 call_command):
+                 call_command, check_command, new_command, mcp_command):
     cli.add_command(_command)
 
 

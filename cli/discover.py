@@ -116,7 +116,7 @@ def scan(config, fingerprint=None):
     ``fingerprint`` (a :class:`cli.cache.Fingerprint`)."""
     fp = cache.Fingerprint() if fingerprint is None else fingerprint
     registry = Registry(config)
-    for tools_dir in config.tools_dirs:
+    for tools_dir, origin in sources(config, registry, fp):
         st = fp.stat(tools_dir)
         if st is None or not stat.S_ISDIR(st.st_mode):
             continue  # config.warnings already says so
@@ -135,7 +135,7 @@ def scan(config, fingerprint=None):
                 continue
             path = os.path.join(tools_dir, name)
             try:
-                spec = _load(path, name, dir_real, fp, tools_dir)
+                spec = _load(path, name, dir_real, fp, origin)
             except ManifestError as exc:
                 registry.skipped.append(Skipped(
                     path=printable(path), reason=exc.reason,
@@ -152,6 +152,37 @@ def scan(config, fingerprint=None):
                     name=spec.name, winner_path=winner.path,
                     loser_path=spec.path))
     return registry
+
+
+def sources(config, registry, fp):
+    """``(tools dir, origin)`` in the order a name is looked up: the
+    project's tools dirs, the user's, then installed packages' ``acor.tools``
+    entry points (acor's bundled wrappers among them). The directories
+    packages live in are fingerprinted, so installing or removing one
+    invalidates the cache; a broken entry point is reported as skipped."""
+    from .sources import (entry_point_dirs, packages_searched, search_paths,
+                          user_tools_dir)
+    found = [(d, _project_origin(d, config.root)) for d in config.tools_dirs]
+    found.append((user_tools_dir(), "user tools dir"))
+    if not packages_searched():
+        return found
+    for path in search_paths():
+        fp.stat(path)
+    problems: list = []
+    found += entry_point_dirs(problems)
+    for problem in problems:
+        registry.skipped.append(Skipped(
+            path=printable(f"entry point {problem.name} = {problem.value} "
+                           f"({problem.origin})"),
+            reason=printable(problem.reason), recovery=problem.recovery,
+            name=None))
+    return found
+
+
+def _project_origin(tools_dir, root):
+    relative = os.path.relpath(tools_dir, root)
+    return "project " + (tools_dir if relative.startswith("..") else
+                         relative)
 
 
 def _load(path, name, dir_real, fp, origin):

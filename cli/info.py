@@ -38,7 +38,7 @@ def wants_json(ctx, as_json: bool) -> bool:
 
 
 def echo_json(data) -> None:
-    from .formats import dumps
+    from acor.jsonlines import dumps
     click.echo(dumps(data))
 
 
@@ -68,7 +68,8 @@ def tool_record(spec) -> dict:
               help="Also show skipped and shadowed manifests, with reasons.")
 @click.pass_context
 def list_tools(ctx, as_json, show_all):
-    """List the tools: name, version, kind, description, where from."""
+    """List the tools: name, version, kind, description and where each
+    came from (a project tools dir, the user's, or a package)."""
     reg = registry(ctx)
     if wants_json(ctx, as_json):
         data = {"tools": [tool_record(s) for s in reg.tools.values()],
@@ -87,7 +88,8 @@ def list_tools(ctx, as_json, show_all):
     width = max((len(s.name) for s in tools), default=0)
     for s in tools:
         click.echo(f"{s.name:<{width}}  {printable(s.version):<8} "
-                   f"{s.kind:<7} {printable(s.description)}")
+                   f"{s.kind:<7} {printable(s.description)}  "
+                   f"[{printable(s.origin or '')}]")
     if show_all:
         echo_problems(reg)
     elif reg.skipped:

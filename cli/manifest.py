@@ -27,7 +27,7 @@ import sys
 
 from .cache import Record
 from .fields import ACOR_FIELDS, WRAPPED_FIELDS, is_name
-from .textsafe import printable
+from .textsafe import printable, quote
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096
@@ -207,7 +207,7 @@ def _unique_keys(pairs):
         seen = set()
         for key, _ in pairs:
             if key in seen:
-                raise ManifestError(f"key {printable(key)!r} appears twice "
+                raise ManifestError(f"key {quote(key)} appears twice "
                                     "in one object", "Keep one; JSON would "
                                     "silently use the last.")
             seen.add(key)
@@ -232,11 +232,11 @@ def _check_strings(data) -> None:
         elif isinstance(value, str) and len(value) > MAX_STRING:
             raise ManifestError(
                 f"a string of {len(value)} characters (starting "
-                f"{printable(value[:30])!r}) is over the {MAX_STRING} limit",
+                f"{quote(value[:30])}) is over the {MAX_STRING} limit",
                 "Shorten it: a manifest describes a tool, documentation "
                 "belongs elsewhere.")
         elif isinstance(value, str) and "\0" in value:
-            raise ManifestError(f"the string {printable(value[:30])!r} "
+            raise ManifestError(f"the string {quote(value[:30])} "
                                 "contains a NUL character", "Remove it: no "
                                 "path or argument can hold one.")
 
@@ -248,7 +248,7 @@ def _check_fields(data: dict, fields: dict, path: str):
             import difflib  # cold path only
             near = difflib.get_close_matches(key, list(fields), n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
-            warnings.append(f"unknown field {printable(key)!r} in {path} is "
+            warnings.append(f"unknown field {quote(key)} in {path} is "
                             f"ignored{hint}")
     missing = [key for key, (required, _, _) in fields.items()
                if required and key not in data]
@@ -300,7 +300,7 @@ def _errors(value: dict, warnings: list) -> dict:
     for key, entry in value.items():
         digits = key[1:] if key.startswith("-") else key
         if not (digits.isascii() and digits.isdigit()):
-            raise ManifestError(f"errors key {printable(key)!r} is not an "
+            raise ManifestError(f"errors key {quote(key)} is not an "
                                 "exit code", 'Key each entry by the exit '
                                 'code as a string, e.g. "1" (or "-9" for a '
                                 'signal).')
@@ -317,7 +317,7 @@ def _errors(value: dict, warnings: list) -> dict:
                                 '"Fix them, rerun."}.')
         code = entry.get("code")
         if code is not None and not _ERROR_CODE.match(code):
-            raise ManifestError(f"errors[{key!r}].code {printable(code)!r} is "
+            raise ManifestError(f"errors[{key!r}].code {quote(code)} is "
                                 "not an error code", "Use capital letters, "
                                 "digits and '_', starting with a letter, "
                                 'e.g. "E_TESTS_FAILED".')
@@ -356,7 +356,7 @@ def json_type(value) -> str:
     if isinstance(value, (int, float)):
         return f"the number {value!r}"
     if isinstance(value, str):
-        return f"the string {printable(value[:40])!r}"
+        return f"the string {quote(value[:40])}"
     if isinstance(value, list):
         odd = next((i for i, x in enumerate(value)
                     if not isinstance(x, str)), None)

@@ -23,7 +23,6 @@ import os
 import signal
 import sys
 import time
-from typing import Callable, Optional, Sequence
 
 from acor import exitcodes
 from acor.events import Error, Event, Status
@@ -31,12 +30,22 @@ from acor.events import Error, Event, Status
 from . import process
 from .errors import LauncherError, config_error, invalid_manifest, \
     unknown_tool
-from .loop import Cancel, Relay, Sink
+from .loop import Cancel, Relay
 from .result import Collector, RunResult
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Callable, Optional, Sequence
+
+    from .loop import Sink
+
+    EventCallback = Callable[[Event], None]
 
 __all__ = ["Cancel", "RunResult", "run"]
 
-EventCallback = Callable[[Event], None]
+# The bash helper of this acor, for tools written in bash (`. "$ACOR_SH"`).
+ACOR_SH = os.path.join(os.path.dirname(os.path.abspath(exitcodes.__file__)),
+                       "share", "acor.sh")
 
 
 class _CallbackSink:
@@ -166,8 +175,10 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
                   reap_orphans)
     ending = relay.finish()
-    return collector.finish(ending.exit_code, ending.state,
-                            time.monotonic() - started, policy)
+    result = collector.finish(ending.exit_code, ending.state,
+                              time.monotonic() - started, policy)
+    result.tool_exit_code = proc.returncode
+    return result
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:
@@ -198,6 +209,7 @@ class _Policy:
 
     def environment(self, extra: Optional[dict], protocol_env: dict) -> dict:
         env = os.environ.copy()
+        env["ACOR_SH"] = ACOR_SH
         env.update(extra or {})
         if self.config is not None:
             env["ACOR_STATE_DIR"] = self.config.state_dir

@@ -26,6 +26,10 @@ def base_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
     env.pop("PYTHONPATH", None)  # tests run the installed acor, as users do
     env["ACOR_CACHE_DIR"] = str(tmp_path / "acor-cache")
+    # Only the test's own tools: none from the venv's packages or the
+    # developer's ~/.config/acor/tools (tests of those sources opt back in).
+    env["ACOR_NO_PACKAGE_TOOLS"] = "1"
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg-config")
     env["NO_COLOR"] = "1"
     return env
 
@@ -250,6 +254,8 @@ class _Watchdog:
 def isolated_discovery(tmp_path, monkeypatch):
     """In-process discovery with its own cache and no inherited config."""
     monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("ACOR_NO_PACKAGE_TOOLS", "1")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg-config"))
     monkeypatch.delenv("ACOR_CONFIG", raising=False)
     monkeypatch.delenv("ACOR_NO_CACHE", raising=False)
 

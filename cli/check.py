@@ -1,0 +1,254 @@
+"""``acor check NAME|PATH [--json]``: does a tool keep the protocol?
+
+It works for tools in any language, because it looks only at what a tool
+publishes and writes: the manifest is validated against the published JSON
+Schema, then each of the manifest's ``examples`` is run through the runner
+(in the tool's folder) and its stream checked (:mod:`cli.conformance`).
+Every violation is printed with its fix; exit 0 when the tool conforms,
+1 when it does not, 2 when there is no such tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+
+import click
+
+from acor import exitcodes
+
+from .conformance import (Violation, expectation_violations,
+                          manifest_violations, stream_violations)
+
+class Target:
+    """The tool to check: its manifest, and what discovery made of it."""
+
+    __slots__ = ("name", "manifest_path", "folder", "spec", "skipped",
+                 "registry")
+
+    def __init__(self, name, manifest_path, spec=None, skipped=None,
+                 registry=None):
+        self.name = name
+        self.manifest_path = manifest_path
+        # Examples run here: tool folders hold their sample inputs.
+        self.folder = os.path.dirname(manifest_path)
+        self.spec = spec          # a ToolSpec, None if discovery skips it
+        self.skipped = skipped    # discovery's Skipped, when it does
+        self.registry = registry
+
+
+def looks_like_path(ref: str) -> bool:
+    return os.sep in ref or "/" in ref or ref.endswith(".json") or \
+        os.path.isfile(os.path.join(ref, "manifest.json"))
+
+
+def resolve(ref: str, cwd: str | None = None) -> Target:
+    """The tool called ``ref``, or at path ``ref`` (a tool folder, its
+    manifest.json, or a wrapper's ``<name>.json``). Raises
+    :class:`cli.errors.LauncherError` when there is none, and
+    :class:`cli.config.ConfigError`."""
+    from .discover import load_registry
+    registry = load_registry(cwd=cwd)
+    if looks_like_path(ref):
+        return _resolve_path(os.path.abspath(os.path.join(cwd or "", ref)),
+                             registry.config)
+    spec = registry.get(ref)
+    if spec is not None:
+        return Target(spec.name, spec.manifest_path, spec, None, registry)
+    skipped = registry.skipped_named(ref)
+    if skipped is not None:
+        path = skipped.path if skipped.path.endswith(".json") else \
+            os.path.join(skipped.path, "manifest.json")
+        return Target(ref, path, None, skipped, registry)
+    from .errors import unknown_tool
+    raise unknown_tool(ref, registry, [], ["acor", "check"])
+
+
+def _resolve_path(path, config):
+    if os.path.isdir(path):
+        path = os.path.join(path, "manifest.json")
+    if not os.path.isfile(path):
+        from .errors import UsageError
+        raise UsageError(f"No manifest at {path}", "Give a tool's name "
+                         "(`acor list`), its folder, or its manifest file.",
+                         code="E_FILE_NOT_FOUND", next=["acor", "list"])
+    from .discover import scan
+    entry = os.path.dirname(path) if os.path.basename(path) == \
+        "manifest.json" else path
+    # Discovery of just the folder holding it: the same checks, no others.
+    config.tools_dirs = [os.path.dirname(entry)]
+    registry = scan(config)
+    real = os.path.realpath(entry)
+    spec = next((s for s in registry.tools.values()
+                 if os.path.realpath(s.path) == real), None)
+    skipped = next((s for s in registry.skipped
+                    if os.path.realpath(s.path) == real), None)
+    name = spec.name if spec else os.path.basename(entry).removesuffix(
+        ".json")
+    return Target(name, path, spec, skipped, registry)
+
+
+def read_manifest(path: str) -> tuple[object, Violation | None]:
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return json.load(f), None
+    except OSError as exc:
+        return None, Violation("manifest", f"cannot read {path}: "
+                               f"{exc.strerror}", "Check the file's "
+                               "permissions.")
+    except ValueError as exc:
+        return None, Violation("manifest", f"{path} is not valid JSON: "
+                               f"{exc}", f"Fix the JSON (`python3 -m "
+                               f"json.tool {path}` shows where).")
+
+
+def example_argv(spec, example: dict) -> list[str]:
+    """The argv an example stands for: a list as it is, an object turned
+    into one as `acor call` does (raises its UsageError)."""
+    args = example["args"]
+    if isinstance(args, list):
+        return list(args)
+    from .call_cmd import call_argv
+    return call_argv(spec, args)
+
+
+def check(target: Target) -> dict:
+    """Check ``target``; the report as a dict (see ``--json``)."""
+    report = {"tool": target.name, "manifest": target.manifest_path,
+              "conforms": False, "violations": [], "warnings": [],
+              "examples": []}
+    found = []
+    data, unreadable = read_manifest(target.manifest_path)
+    if unreadable is not None:
+        found.append(unreadable)
+    else:
+        found += manifest_violations(data)
+    if target.skipped is not None and not found:
+        # Only what the schema cannot see: a missing or non-executable
+        # entry, a reserved name, a link out of the tools dir.
+        found.append(Violation("manifest", "acor skips this manifest: "
+                               f"{target.skipped.reason}",
+                               target.skipped.recovery))
+    if target.spec is None and not found:
+        found.append(Violation("manifest", "acor does not load it as a "
+                               "tool", "Put it in a tools dir: a folder "
+                               "with manifest.json, or a <name>.json "
+                               "wrapper manifest."))
+    if target.spec is not None:
+        report["warnings"] += list(target.spec.warnings or [])
+    if found or target.spec is None:
+        report["violations"] = [v.to_dict() for v in found]
+        return report
+    examples = data.get("examples", [])
+    if not examples:
+        report["warnings"].append(
+            "the manifest has no examples, so no run was checked: add "
+            '"examples": [{"args": [...], "exit_code": 0}]')
+    from .errors import UsageError
+    for index, example in enumerate(examples):
+        try:
+            argv = example_argv(target.spec, example)
+        except UsageError as exc:
+            found.append(Violation(f"manifest.examples[{index}].args",
+                                   exc.details or exc.reason,
+                                   "Fix the example's values to fit "
+                                   "\"args\" (or fix \"args\")."))
+            continue
+        outcome, problems = run_example(target, argv, example, index)
+        report["examples"].append(outcome)
+        found += problems
+    report["violations"] = [v.to_dict() for v in found]
+    report["conforms"] = not found
+    return report
+
+
+class _Recorder:
+    """The runner's sink for a check: every event in order, and those the
+    tool wrote after its ending (which the transcript leaves out)."""
+
+    def __init__(self) -> None:
+        self.late_events: list = []
+
+    def emit(self, event) -> None:
+        pass  # the result keeps them
+
+    def due(self):
+        return None
+
+    def tick(self) -> None:
+        pass
+
+    def late(self, tool: str, event) -> None:
+        self.late_events.append(event)
+
+
+def run_example(target: Target, argv: list[str], example: dict,
+                index: int) -> tuple[dict, list[Violation]]:
+    from .runner import run  # the launcher proper: only once it runs
+    where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
+    recorder = _Recorder()
+    result = run(target.spec, argv, registry=target.registry,
+                 cwd=target.folder, sink=recorder,
+                 command=["acor", "check"])
+    problems = stream_violations(
+        result.events, where, tool_exit_code=result.tool_exit_code,
+        error_code=result.error_code, state=result.state,
+        late=recorder.late_events)
+    problems += expectation_violations(example, result.exit_code,
+                                       result.events, where)
+    outcome = {"example": index + 1, "argv": argv,
+               "exit_code": result.exit_code, "state": result.state,
+               "error_code": result.error_code,
+               "duration_ms": round(result.duration * 1000),
+               "ok": not problems}
+    return outcome, problems
+
+
+def format_report(report: dict) -> str:
+    lines = [f"acor check {report['tool']}: {report['manifest']}"]
+    for warning in report["warnings"]:
+        lines.append(f"  warning: {warning}")
+    for outcome in report["examples"]:
+        mark = "ok  " if outcome["ok"] else "FAIL"
+        ending = outcome["state"] + (f", {outcome['error_code']}"
+                                     if outcome["error_code"] else "")
+        lines.append(f"  {mark} example {outcome['example']}: "
+                     f"{shlex.join([report['tool'], *outcome['argv']])} -> "
+                     f"exit {outcome['exit_code']} ({ending})")
+    for v in report["violations"]:
+        lines.append(f"\n  {v['where']}\n    problem: {v['problem']}\n"
+                     f"    fix:     {v['fix']}")
+    count = len(report["violations"])
+    lines.append("")
+    runs = len(report["examples"])
+    lines.append((f"{report['tool']} conforms ({runs} example(s) run)."
+                  if runs else f"{report['tool']}'s manifest conforms; no "
+                  "example was run.") if report["conforms"] else
+                 f"{report['tool']} does not conform: {count} problem"
+                 f"{'s' if count != 1 else ''}.")
+    return "\n".join(lines)
+
+
+@click.command("check")
+@click.argument("tool")
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
+def check_command(tool: str, as_json: bool) -> int:
+    """Check that TOOL (a name, a tool folder or a manifest file) keeps the
+    protocol: its manifest against the published schema, then each of its
+    examples run and its stream checked. Exit 0 when it conforms."""
+    from .config import ConfigError
+    from .errors import LauncherError, config_error, report
+    fmt = "json" if as_json else None
+    try:
+        target = resolve(tool)
+    except LauncherError as exc:
+        return report(exc, fmt)
+    except ConfigError as exc:
+        return report(config_error(exc), fmt)
+    report_ = check(target)
+    if as_json:
+        click.echo(json.dumps(report_, indent=2, ensure_ascii=False))
+    else:
+        click.echo(format_report(report_))
+    return exitcodes.OK if report_["conforms"] else exitcodes.FAILED

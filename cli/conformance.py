@@ -1,0 +1,355 @@
+"""The rules `acor check` holds a tool to, as pure functions.
+
+Two kinds of rule: the manifest's (the published JSON Schema
+``acor/schemas/manifest.schema.json``, and what a schema cannot say about
+``args``), and the stream's (what one run of an example wrote). Each
+broken rule is a :class:`Violation` with the fix, written for the tool's
+author. :mod:`cli.check` runs the tool and prints the report.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+
+from acor.events import Error, Status
+
+SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "schemas", "manifest.schema.json")
+# The endings the launcher writes itself when a run did not end on its own
+# (see acor.cli.runner): these are the tool's fault only for "no ending".
+NO_ENDING = frozenset({"E_NO_FINAL_STATUS", "E_TOOL_CRASHED",
+                       "E_TOOL_KILLED"})
+STOPPED = frozenset({"E_TIMEOUT", "E_IDLE_TIMEOUT"})
+# What the tool's own process must exit with, for each ending.
+ENDING_CODES = {"complete": 0, "failed": 1, "input_needed": 3,
+                "cancelled": 130}
+_HEADING_LINE = re.compile(r"^##(?:[ \t].*)?$", re.M)
+_START = ("Start the run before writing anything: `with AcorTool() as tool:` "
+          "(or tool.start()) in Python, acor_start in bash.")
+
+
+class Violation:
+    """One broken rule: where, what is wrong, and the fix."""
+
+    __slots__ = ("where", "problem", "fix")
+
+    def __init__(self, where: str, problem: str, fix: str) -> None:
+        self.where = where
+        self.problem = problem
+        self.fix = fix
+
+    def to_dict(self) -> dict:
+        return {"where": self.where, "problem": self.problem, "fix": self.fix}
+
+    def __repr__(self) -> str:
+        return f"Violation({self.where!r}, {self.problem!r})"
+
+
+# --- the manifest -----------------------------------------------------------
+
+def load_schema() -> dict:
+    with open(SCHEMA_FILE, encoding="utf-8") as f:
+        return json.load(f)
+
+
+def manifest_violations(data: object) -> list[Violation]:
+    """Every way ``data`` (a parsed manifest) breaks the published schema,
+    then the rules of ``args`` a schema cannot express."""
+    import jsonschema  # only `acor check` pays for it
+    validator = jsonschema.Draft202012Validator(load_schema())
+    found, seen = [], set()
+    for error in sorted(validator.iter_errors(data),
+                        key=lambda e: [str(p) for p in e.absolute_path]):
+        violation = _schema_violation(error)
+        # The top level and the branch for the manifest's kind may both
+        # say it (not an object): once is enough.
+        if (violation.where, violation.problem) not in seen:
+            seen.add((violation.where, violation.problem))
+            found.append(violation)
+    if not found and isinstance(data, dict) and "args" in data:
+        found += args_violations(data["args"])
+    return found
+
+
+def _where(path) -> str:
+    parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
+                    for p in path)
+    return "manifest" + (parts if parts else "")
+
+
+def _schema_violation(error) -> Violation:
+    where = _where(error.absolute_path)
+    kind, detail = error.validator, error.validator_value
+    field = error.absolute_path[-1] if error.absolute_path else None
+    if kind == "required":
+        missing = [name for name in detail if name not in error.instance]
+        name = missing[0] if missing else detail[0]
+        return Violation(where, f"the required field {name!r} is missing",
+                         f"Add {json.dumps(name)}: {_EXAMPLE.get(name, '...')}"
+                         f" to {where}.")
+    if kind == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get(
+            "properties", {})))
+        import difflib
+        near = difflib.get_close_matches(extra[0], list(error.schema.get(
+            "properties", {})), n=1) if extra else []
+        fix = (f"Rename it to {near[0]!r}." if near else
+               "Remove it: it is not a manifest field (`acor schema "
+               "manifest` lists them).")
+        return Violation(where, f"unknown field {extra[0]!r}" if extra else
+                         error.message, fix)
+    if field == "name" and kind == "pattern":
+        return Violation(where, f"the name {error.instance!r} is not "
+                         "allowed", "Use 1-64 lowercase letters, digits, '-' "
+                         "or '_', starting with a letter or digit "
+                         '(like "my-tool").')
+    if field == "x-acor" or kind == "oneOf":
+        return Violation(where, "x-acor must say how the value reaches the "
+                         "command line", 'Write {"position": 0} for a '
+                         'positional argument or {"flag": "--name"} for an '
+                         'option (add "repeat": true for a list).')
+    if kind == "type":
+        return Violation(where, f"must be {_a(detail)}, not "
+                         f"{_json_type(error.instance)}",
+                         f"Write {_a(detail)} there.")
+    if kind in ("enum", "const"):
+        allowed = detail if kind == "enum" else [detail]
+        return Violation(where, f"{json.dumps(error.instance)} is not "
+                         "allowed", "Use one of: " + ", ".join(
+                             json.dumps(v) for v in allowed) + ".")
+    if kind in ("exclusiveMinimum", "minimum"):
+        return Violation(where, f"{error.instance} is too small",
+                         f"Use a number above {detail}." if kind ==
+                         "exclusiveMinimum" else f"Use {detail} or more.")
+    if kind in ("minLength", "minItems"):
+        return Violation(where, "must not be empty", "Give it a value.")
+    hint = error.schema.get("description")
+    return Violation(where, error.message, hint or "See `acor schema "
+                     "manifest` for what this field takes.")
+
+
+_EXAMPLE = {"name": '"my-tool"', "description": '"What the tool does"',
+            "entry": '"cli.py"', "command": '["program", "--option"]',
+            "message": '"What went wrong"', "recovery": '"What to do next"',
+            "args": "[...] or {...}", "exit_code": "0", "type": '"string"',
+            "x-acor": '{"position": 0}', "properties": "{...}"}
+
+
+def _a(kind) -> str:
+    kinds = kind if isinstance(kind, list) else [kind]
+    words = {"object": "an object", "array": "a list", "string": "a string",
+             "integer": "a whole number", "number": "a number",
+             "boolean": "true or false", "null": "null"}
+    return " or ".join(words.get(k, k) for k in kinds)
+
+
+def _json_type(value) -> str:
+    if isinstance(value, bool):
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value[:40]!r}"
+    return {list: "a list", dict: "an object"}.get(type(value), "null")
+
+
+def args_violations(schema: dict) -> list[Violation]:
+    """Defaults that do not fit their own property (the JSON Schema cannot
+    say so). The shape of ``args`` (positions, flags) is discovery's to
+    check: a manifest it skips is reported with its reason; the examples'
+    values are checked as `acor call` checks a call, when they run."""
+    from .argschema import check_args_schema
+    if check_args_schema(schema) is not None:
+        return []
+    from acor import args
+    found = []
+    for name, prop in schema.get("properties", {}).items():
+        if "default" in prop:
+            for message in args.validate({"type": "object", "properties": {
+                    name: prop}}, {name: prop["default"]}):
+                found.append(Violation(f"manifest.args.properties.{name}."
+                             "default", message, "Make the default a "
+                             "value the property accepts."))
+    return found
+
+
+# --- one run ----------------------------------------------------------------
+
+def strip_launcher_ending(events: list, error_code: str | None) -> list:
+    """The tool's own events: without the Error and Failed the launcher
+    adds when a run did not end (a crash, no final status, a timeout),
+    without stderr and the result line."""
+    own = [e for e in events if e.type not in ("stderr", "result")]
+    if error_code in NO_ENDING | STOPPED and len(own) >= 2 and \
+            isinstance(own[-2], Error) and own[-2].code == error_code and \
+            own[-1] == Status("failed"):
+        own = own[:-2]
+    return own
+
+
+def stream_violations(events: list, where: str, *,
+                      tool_exit_code: int | None,
+                      error_code: str | None = None,
+                      state: str | None = None,
+                      late: list = ()) -> list[Violation]:
+    """Every way one run's stream breaks the protocol. ``events``: all the
+    run's events as the runner gives them; ``late``: what the tool wrote
+    after its ending (the transcript leaves it out); ``tool_exit_code``:
+    what the tool's own process exited with (None if unknown, negative if
+    a signal ended it)."""
+    found = []
+    if state == "timeout" or error_code in STOPPED:
+        found.append(Violation(where, "the run was stopped by a timeout "
+                     f"({error_code})", "Make the example finish quickly "
+                     "(a small input), or raise \"timeout\" in the "
+                     "manifest; call tool.heartbeat() during long silent "
+                     "work."))
+    late = [e for e in late if e.type != "text" or e.text.strip()]
+    hung = [e for e in late if e.type == "error" and e.code in STOPPED]
+    if hung:
+        found.append(Violation(where, "the tool did not exit after its "
+                     f"ending and was stopped ({hung[0].code})", "Exit "
+                     "right after the final status: stop threads and "
+                     "child processes first (a daemon thread, or join)."))
+        late = [e for e in late if e not in hung]
+    own = strip_launcher_ending(events, error_code) + late
+    meaningful = [e for e in own if not (e.type == "text" and
+                                         not e.text.strip())]
+    if not meaningful or meaningful[0] != Status("ready"):
+        first = _describe(meaningful[0]) if meaningful else "nothing"
+        found.append(Violation(where, "the run does not start with "
+                     f"`## Status: Ready` (it starts with {first})", _START))
+    found += _raw_sections(own, where)
+    for event in own:
+        if event.type == "unknown":
+            found.append(_unknown(event, where))
+        elif event.type == "progress" and not 0 <= event.percent <= 100:
+            found.append(Violation(where, f"progress {event.percent}% is "
+                         "outside 0-100", _PROGRESS_FIX))
+        elif event.type == "error" and not event.code:
+            found.append(Violation(where, f"the error {event.title!r} has "
+                         "no code", 'Give every error a code: tool.error('
+                         '"E_SOMETHING", message) (acor_error E_SOMETHING '
+                         'MESSAGE in bash).'))
+    ending = _ending(own, where, found, error_code)
+    if ending is not None and tool_exit_code is not None and \
+            tool_exit_code >= 0 and state != "timeout" and not hung:
+        found += _exit_agrees(ending, own, tool_exit_code, where)
+    return found
+
+
+_PROGRESS_FIX = ("Report progress as a number from 0 to 100: "
+                 "tool.progress(42) or tool.progress(0.42) "
+                 "(acor_progress 42 in bash).")
+
+
+def _describe(event) -> str:
+    if event.type == "text":
+        line = event.text.strip().split("\n")[0]
+        return f"raw text {line[:60]!r}"
+    if event.type == "status":
+        return f"`## Status: {event.state.capitalize()}`"
+    return f"a {event.type} section"
+
+
+def _raw_sections(own, where):
+    """Text that reads as a section: the tool printed a heading itself.
+    It is relayed escaped, as text: it is never obeyed."""
+    found, seen = [], set()
+    for event in own:
+        if event.type != "text":
+            continue
+        for line in _HEADING_LINE.findall(event.text):
+            if line in seen:
+                continue
+            seen.add(line)
+            found.append(Violation(where, f"the tool printed {line!r} "
+                         "itself: acor shows it as plain text, not as a "
+                         "section", "Write sections through the library "
+                         "(tool.stop(), tool.output(...); acor_stop, "
+                         "acor_output in bash), never with print or echo. "
+                         "Text meant as output goes through "
+                         "tool.output(text), which escapes it."))
+    return found[:5]
+
+
+def _unknown(event, where):
+    if event.heading.startswith("Progress"):
+        fix = _PROGRESS_FIX
+    else:
+        fix = ("Write sections through the library, which writes them "
+               "well-formed (see docs/protocol.md, Sections).")
+    return Violation(where, f"the section `## {event.heading}` is "
+                     f"malformed: {event.reason}", fix)
+
+
+def _ending(own, where, found, error_code):
+    """The run's ending (a final state, or "input_needed"), or None when
+    it has none; reports a missing, repeated or early ending."""
+    endings = [(i, e) for i, e in enumerate(own)
+               if (e.type == "status" and e.is_final) or
+               e.type == "input_needed"]
+    if not endings and error_code in STOPPED:
+        return None  # reported as a timeout: the tool was not let finish
+    if not endings:
+        why = " (it crashed)" if error_code in ("E_TOOL_CRASHED",
+                                                 "E_TOOL_KILLED") else ""
+        found.append(Violation(where, "the run ends without a final status"
+                     f"{why}", "End every run: let `with AcorTool() as "
+                     "tool:` end normally, or call tool.stop() / "
+                     "tool.fail(...) (acor_stop / acor_fail in bash)."))
+        return None
+    if len(endings) > 1:
+        found.append(Violation(where, f"the run has {len(endings)} endings "
+                     f"({', '.join(_describe(e) for _, e in endings)})",
+                     "Write exactly one final status (or one Input "
+                     "Needed), last: nothing after tool.stop()."))
+    index, event = endings[0]
+    late = [e for e in own[index + 1:] if e.type != "text" or e.text.strip()]
+    if late and len(endings) == 1:
+        found.append(Violation(where, f"{_describe(late[0])} comes after "
+                     "the ending", "Write nothing after the final status "
+                     "or Input Needed."))
+    return "input_needed" if event.type == "input_needed" else event.state
+
+
+def _exit_agrees(ending, own, tool_exit_code, where):
+    expected = ENDING_CODES.get(ending)
+    errors = [e for e in own if e.type == "error"]
+    usage = ending == "failed" and errors and errors[-1].code == "E_USAGE"
+    if usage:
+        expected = 2
+    if expected is None or tool_exit_code == expected:
+        return []
+    label = "Input Needed" if ending == "input_needed" else \
+        f"`## Status: {ending.capitalize()}`" + (" after E_USAGE" if usage
+                                                  else "")
+    return [Violation(where, f"the tool ended with {label} but exited "
+            f"{tool_exit_code}, not {expected}", f"Exit {expected} after "
+            f"{label}: let the library end the process (return from the "
+            "`with` block, tool.fail(...), tool.input_needed(...)), or "
+            f"exit {expected} yourself.")]
+
+
+def expectation_violations(example: dict, exit_code: int, events: list,
+                           where: str) -> list[Violation]:
+    """What the example promised: its exit code, its event types in
+    order (others may come between)."""
+    found = []
+    if exit_code != example["exit_code"]:
+        found.append(Violation(where, f"exited {exit_code}, the example "
+                     f"expects {example['exit_code']}",
+                     "Fix the tool, or the example's \"exit_code\" if the "
+                     "tool is right."))
+    wanted = list(example.get("events", []))
+    got = iter(e.type for e in events)
+    missing = next((w for w in wanted if not any(t == w for t in got)),
+                   None)
+    if missing is not None:
+        found.append(Violation(where, f"no {missing!r} event where the "
+                     f"example expects one (expected, in order: "
+                     f"{', '.join(wanted)})", "Fix the tool, or the "
+                     "example's \"events\" if the tool is right."))
+    return found

@@ -1,0 +1,167 @@
+"""The MCP server: the SDK's low-level ``Server`` with acor's handlers,
+served over the wire :mod:`cli.mcp_boot` claimed.
+
+This module imports the SDK (about 0.9 s), so ``acor mcp`` imports it in a
+background thread while the boot answers the client's opening request. The
+opening request is replayed to the SDK first and the SDK's answer to it is
+dropped (the client already has the boot's); everything else passes
+through. The transport is the SDK's stdio transport restated for a
+claimed pair of descriptors: one daemon thread reads lines (a read blocked
+on a silent client must never keep the process alive), writes go through
+worker threads (a slow reader must never block the event loop).
+"""
+
+import gc
+import json
+import signal
+import sys
+import threading
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import mcp_types as types
+from mcp.server.lowlevel import Server
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.shared.message import SessionMessage
+
+from acor import __version__, exitcodes
+
+from .mcp_boot import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, Opening, Wire
+from .mcp_calls import MODERN_VERSIONS, CallHandler
+
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def build_server(catalog, run=None, *,
+                 timeout: float | None = None) -> Server:
+    """The server for ``catalog`` (a :class:`cli.mcp_tools.Catalog`).
+    ``run`` defaults to the runner's; tests pass their own."""
+    if run is None:
+        from .runner import run
+
+    async def list_tools(ctx, params) -> dict:
+        # Discovery stats files: off the event loop, like every run. A plain
+        # dict: the SDK validates the result once, for the client's version.
+        listing = {"tools": await anyio.to_thread.run_sync(catalog.listing)}
+        if ctx.protocol_version in MODERN_VERSIONS:
+            # Required at 2026-07-28; 0 and private: re-list freely, never
+            # share one user's listing with another.
+            listing.update(resultType="complete", ttlMs=0,
+                           cacheScope="private")
+        return listing
+
+    server = Server(SERVER_NAME, version=__version__, title=SERVER_TITLE,
+                    instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                    on_call_tool=CallHandler(catalog, run, timeout=timeout))
+    # requestState leaves sealed (AES-GCM under a key of this process) and
+    # comes back verified and bound to the same tool and arguments.
+    server.middleware.append(RequestStateBoundary(
+        RequestStateSecurity.ephemeral(), default_audience=server.name))
+    return server
+
+
+def serve_stdio(server: Server, wire: Wire, opening: Opening) -> int:
+    """Serve until the client closes stdin (0) or a signal stops us (130).
+    Either way every running tool is stopped first."""
+    # The SDK's modules are most of the heap and live as long as we do: out
+    # of the collector's sight, a full collection no longer walks them (it
+    # cost 40 ms in the middle of a 1,000-tool listing).
+    gc.freeze()
+    return anyio.run(_serve, server, wire, opening)
+
+
+async def _serve(server: Server, wire: Wire, opening: Opening) -> int:
+    inbound_send, inbound = anyio.create_memory_object_stream[Any](16)
+    outbound, outbound_receive = anyio.create_memory_object_stream[Any](16)
+    reader = threading.Thread(
+        target=_read_lines, name="acor-mcp-reader", daemon=True,
+        args=(wire, opening, inbound_send, anyio.lowlevel.current_token()))
+    serving = anyio.CancelScope()
+    signalled: list[int] = []
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signal, serving, signalled)
+        async with anyio.create_task_group() as io:
+            io.start_soon(_write_lines, wire, opening, outbound_receive,
+                          serving)
+            reader.start()
+            with serving:
+                await server.run(inbound, outbound,
+                                 server.create_initialization_options())
+            # server.run closed `outbound` on its way out: the writer sends
+            # what is left and ends.
+        tg.cancel_scope.cancel()
+    return exitcodes.CANCELLED if signalled else exitcodes.OK
+
+
+def _read_lines(wire, opening, send, token) -> None:
+    """The reader thread: the opening line again, then stdin, as parsed
+    messages (or the parse error, which the SDK answers)."""
+    line = opening.line
+    try:
+        while line is not None:
+            if line.strip():
+                anyio.from_thread.run(send.send, _parse(line), token=token)
+            line = wire.read_line()
+        anyio.from_thread.run_sync(send.close, token=token)
+    except (anyio.RunFinishedError, anyio.BrokenResourceError,
+            anyio.ClosedResourceError):
+        pass  # the server stopped first (a signal): nothing left to feed
+
+
+def _parse(line: bytes):
+    try:
+        return SessionMessage(types.jsonrpc_message_adapter.validate_json(
+            line, by_name=False))
+    except Exception as exc:  # the SDK turns it into a JSON-RPC error
+        return exc
+
+
+async def _write_lines(wire, opening, receive, serving) -> None:
+    """Every message the server sends, one JSON line each; the SDK's
+    answer to the replayed opening request is checked and dropped."""
+    pending_drop = opening.answer is not None
+    async with receive:
+        async for session_message in receive:
+            message = session_message.message
+            if pending_drop and getattr(message, "id", None) == \
+                    opening.request_id and isinstance(
+                        message, (types.JSONRPCResponse, types.JSONRPCError)):
+                pending_drop = False
+                _check_early_answer(message, opening)
+                continue
+            data = message.model_dump_json(by_alias=True, exclude_unset=True)
+            try:
+                await anyio.to_thread.run_sync(
+                    wire.write, data.encode() + b"\n")
+            except OSError:
+                # The client is gone (EPIPE): stop every run, then exit.
+                serving.cancel()
+                return
+
+
+def _check_early_answer(message, opening) -> None:
+    """The SDK's own answer to the opening request must be the one the
+    boot sent; say so on stderr if it is not (an SDK upgrade changed it)."""
+    if isinstance(message, types.JSONRPCError):
+        print(f"acor mcp: the SDK refused the opening request the boot "
+              f"answered: {message.error.message}", file=sys.stderr,
+              flush=True)
+        return
+    sdk_answer = json.loads(message.model_dump_json(
+        by_alias=True, exclude_unset=True))["result"]
+    if sdk_answer != opening.answer:
+        print(f"acor mcp: the early answer differs from the SDK's: sent "
+              f"{json.dumps(opening.answer)}, the SDK has "
+              f"{json.dumps(sdk_answer)}", file=sys.stderr, flush=True)
+
+
+async def _stop_on_signal(serving, signalled) -> None:
+    """A signal cancels every request, so every running tool is stopped;
+    further signals are absorbed until that is done (the runner bounds it:
+    TERM, grace, KILL), so no tool outlives the server."""
+    with anyio.open_signal_receiver(*STOP_SIGNALS) as signals:
+        async for signum in signals:
+            signalled.append(signum)
+            serving.cancel()

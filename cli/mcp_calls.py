@@ -1,0 +1,310 @@
+"""``tools/call``: check the arguments, run the tool, ask for what it needs.
+
+A call is checked and turned into an argv by ``acor call``'s own
+:func:`cli.call_cmd.call_argv` (every violation listed, nothing run), then
+run by the runner in a worker thread, so the event loop keeps serving other
+calls and their progress. Cancelling the request
+(``notifications/cancelled``, or the client going away, which cancels every
+request) sets the run's :class:`Cancel`: the runner stops the tool's whole
+process group (TERM, grace, KILL) and the handler waits for that before it
+lets go.
+
+A run that ends with Input Needed and ``fields`` named like the tool's
+arguments is answered by the client, never by this server:
+
+* protocol 2026-07-28: an ``input_required`` result holding a form built
+  from the fields; its ``requestState`` (sealed by the SDK's
+  RequestStateBoundary: encrypted and authenticated, bound to this tool
+  and these arguments) holds the answers so far and the run's session.
+  The client's retry runs the tool again with the answers merged in.
+* older protocols, on clients that can elicit: an ``elicitation/create``
+  request during the call, then a run with the answers.
+* otherwise: a normal result saying what is needed, from whom, and the
+  exact next call.
+"""
+
+import json
+import os
+
+import anyio
+import mcp_types as types
+from mcp.shared.exceptions import MCPError
+
+from acor.events import InputNeeded
+
+from . import mcp_results as results
+from .call_cmd import call_argv
+from .errors import UsageError
+from .formats import write_stderr
+from .loop import Cancel
+from .mcp_progress import ProgressRelay
+from .mcp_tools import tool_args
+
+MODERN_VERSIONS = ("2026-07-28",)
+MAX_ROUNDS = 5        # questions one call may ask before giving up
+INPUT_KEY = "acor_input"
+STATE_VERSION = 1
+CONCURRENT_RUNS = 64  # tools running at once; further calls wait their turn
+_ELICIT_TYPES = ("string", "integer", "number", "boolean")
+_ELICIT_KEYS = {"string": ("type", "title", "description", "enum", "default",
+                           "minLength", "maxLength", "format"),
+                "integer": ("type", "title", "description", "default",
+                            "minimum", "maximum"),
+                "boolean": ("type", "title", "description", "default")}
+_ELICIT_KEYS["number"] = _ELICIT_KEYS["integer"]
+
+
+class CallHandler:
+    """The server's ``on_call_tool``. ``run`` is the runner's ``run``
+    (tests pass their own); ``timeout`` is ``--timeout`` (None: the
+    manifest's, then the config's)."""
+
+    def __init__(self, catalog, run, *, timeout=None) -> None:
+        self.catalog = catalog
+        self._run_tool = run
+        self.timeout = timeout
+        # Not anyio's default limiter: a run holds its thread for the whole
+        # run, and the transport's reads and writes must never wait behind.
+        self._limiter = anyio.CapacityLimiter(CONCURRENT_RUNS)
+
+    async def __call__(self, ctx, params: types.CallToolRequestParams):
+        registry = await anyio.to_thread.run_sync(self.catalog.registry)
+        spec = self.catalog.get(registry, params.name)
+        if spec is None:
+            raise MCPError(types.INVALID_PARAMS,
+                           f"Unknown tool: {params.name!r} (tools/list "
+                           "names every tool this server runs)")
+        relay = ProgressRelay(ctx.session.report_progress)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay.pump)
+            try:
+                reply = await self._call(ctx, params, spec, registry, relay)
+            finally:
+                tg.cancel_scope.cancel()
+        await relay.flush()  # the latest progress goes out before the result
+        if isinstance(reply, dict):
+            return types.CallToolResult.model_validate(reply)
+        return reply
+
+    async def _call(self, ctx, params, spec, registry, relay):
+        schema = tool_args(spec)
+        arguments = dict(params.arguments or {})
+        state = _read_state(params.request_state)
+        answers = dict(state["answers"]) if state else {}
+        session = state.get("session") if state else None
+        rounds = state["round"] if state else 0
+        if state is not None:
+            answer = _elicited(params.input_responses)
+            if answer is None or answer.action != "accept":
+                return _declined(spec.name, state, answer)
+            answers.update(_answers(answer, state["fields"]))
+        while True:
+            try:
+                argv = call_argv(spec, _merge(arguments, answers, session,
+                                              schema))
+            except UsageError as exc:
+                return results.usage_result(spec.name, exc)
+            result = await self._run(spec, argv, registry, relay)
+            reply = results.call_result(
+                result, protocol_version=ctx.protocol_version,
+                cwd=_run_cwd(spec, registry))
+            needed = _input_needed(result)
+            if needed is None:
+                return reply
+            session = result.session or session
+            form = _form(needed, schema)
+            how = _how_to_ask(ctx) if form is not None else None
+            if how is None or rounds >= MAX_ROUNDS:
+                reason = (f"(asked {rounds} times in this call already)"
+                          if how is not None else None)
+                return _with_text(reply, results.input_needed_text(
+                    spec.name, needed, arguments if schema else None, reason))
+            rounds += 1
+            if how == "mrtr":
+                return _input_required(spec.name, needed, form, {
+                    "v": STATE_VERSION, "tool": spec.name,
+                    "fields": list(needed.fields), "answers": answers,
+                    "session": session, "round": rounds,
+                    "audience": needed.audience})
+            answer = await ctx.session.elicit_form(
+                _question(spec.name, needed), form,
+                related_request_id=ctx.request_id)
+            if answer.action != "accept":
+                return _with_text(reply, _declined_text(answer.action))
+            answers.update(_answers(answer, list(needed.fields)))
+
+    async def _run(self, spec, argv, registry, relay):
+        """Run the tool in a worker thread; a cancelled request stops it."""
+        cancel = Cancel()
+        finished = False
+
+        def work():
+            return self._run_tool(spec, argv, registry=registry,
+                                  timeout=self.timeout, sink=_Sink(relay),
+                                  cancel=cancel)
+
+        async def stop_when_cancelled():
+            try:
+                await anyio.sleep_forever()
+            finally:
+                if not finished:
+                    cancel.set()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(stop_when_cancelled)
+                try:
+                    # Not abandoned on cancel: the request waits (shielded)
+                    # until the runner has ended the tool's process group.
+                    result = await anyio.to_thread.run_sync(
+                        work, limiter=self._limiter)
+                finally:
+                    finished = True
+                    tg.cancel_scope.cancel()
+        finally:
+            # Only now: a set() after close() could write into whatever
+            # file reused the Cancel's descriptor.
+            cancel.close()
+        return result
+
+
+class _Sink:
+    """The runner's sink for one run: events to the progress relay (the
+    result keeps them all), the tool's stderr to ours, which MCP clients
+    keep as the server's log. No coalescing here: the relay does it."""
+
+    def __init__(self, relay: ProgressRelay) -> None:
+        self.emit = relay.on_event
+
+    def due(self):
+        return None
+
+    def tick(self) -> None:
+        pass
+
+    def stderr(self, data: bytes) -> None:
+        write_stderr(data.decode("utf-8", "replace"))
+
+
+def _read_state(request_state: str | None) -> dict | None:
+    """The plaintext this server minted (the RequestStateBoundary has
+    already verified the seal), or None on a first call."""
+    if request_state is None:
+        return None
+    try:
+        state = json.loads(request_state)
+    except ValueError:
+        state = None
+    if not (isinstance(state, dict) and state.get("v") == STATE_VERSION):
+        raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState")
+    return state
+
+
+def _elicited(responses):
+    answer = (responses or {}).get(INPUT_KEY)
+    return answer if isinstance(answer, types.ElicitResult) else None
+
+
+def _answers(answer, fields) -> dict:
+    """The accepted form's values for the fields asked (None: left blank)."""
+    content = answer.content or {}
+    return {name: content[name] for name in fields
+            if content.get(name) is not None}
+
+
+def _merge(arguments, answers, session, schema) -> dict:
+    values = {**arguments, **answers}
+    # A tool that resumes by a "session" argument continues its own run.
+    if session and schema and "session" in schema.get("properties", {}) \
+            and "session" not in values:
+        values["session"] = session
+    return values
+
+
+def _run_cwd(spec, registry) -> str:
+    """Where the runner ran the tool (as ``acor TOOL`` does)."""
+    if spec.cwd_mode == "project":
+        return registry.config.root
+    return os.getcwd()
+
+
+def _input_needed(result):
+    if result.exit_code != 3:
+        return None
+    found = [e for e in result.events if isinstance(e, InputNeeded)]
+    return found[-1] if found else None
+
+
+def _form(needed, schema) -> dict | None:
+    """The elicitation form for ``needed.fields``, or None when they cannot
+    be asked for: no fields, a tool without a schema to merge answers into,
+    a field that is not one of its arguments, or one a form cannot hold."""
+    fields = needed.fields or {}
+    if not fields or schema is None:
+        return None
+    known = schema.get("properties", {})
+    properties, required = {}, []
+    for name, prop in fields.items():
+        kind = prop.get("type", "string")
+        if name not in known or kind not in _ELICIT_TYPES:
+            return None
+        properties[name] = {key: prop[key] for key in _ELICIT_KEYS[kind]
+                            if key in prop}
+        properties[name]["type"] = kind
+        if "default" not in prop:
+            required.append(name)
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def _how_to_ask(ctx) -> str | None:
+    """"mrtr", "elicit", or None when this client cannot be asked."""
+    caps = ctx.session.client_capabilities
+    elicitation = caps.elicitation if caps is not None else None
+    # An empty elicitation capability means form mode (pre-2025-11-25).
+    if elicitation is None or (elicitation.form is None and
+                               elicitation.url is not None):
+        return None
+    if ctx.protocol_version in MODERN_VERSIONS:
+        return "mrtr"
+    return "elicit" if ctx.session.can_send_request else None
+
+
+def _question(tool: str, needed) -> str:
+    text = f"{tool} needs input: {needed.message}"
+    if needed.audience == "human":
+        text += "\n(Only a person may answer this.)"
+    return text
+
+
+def _input_required(tool, needed, form, state) -> types.InputRequiredResult:
+    ask = types.ElicitRequest(params=types.ElicitRequestFormParams(
+        message=_question(tool, needed), requested_schema=form))
+    return types.InputRequiredResult(
+        input_requests={INPUT_KEY: ask},
+        request_state=json.dumps(state, separators=(",", ":")))
+
+
+def _declined(tool, state, answer) -> dict:
+    """A retry whose form was declined, dismissed or not answered."""
+    lines = [_declined_text(answer.action if answer is not None else None),
+             f"The tool '{tool}' still needs: {', '.join(state['fields'])}."]
+    if state.get("audience") == "human":
+        lines.append("Only a person may answer this: do not answer it "
+                     "yourself.")
+    return {"content": [results.text("\n".join(lines))], "isError": False,
+            "_meta": {"acor/result": results.unrun_meta(
+                tool, 3, "input_needed", session=state.get("session"))}}
+
+
+def _declined_text(action: str | None) -> str:
+    if action is None:
+        return ("No answer to the question came with this call; the tool was "
+                "not run again.")
+    word = "declined" if action == "decline" else "dismissed"
+    return (f"The question was {word}; the tool was not run again and has "
+            "not finished.")
+
+
+def _with_text(reply: dict, extra: str) -> dict:
+    reply["content"].append(results.text(extra))
+    return reply

@@ -1,0 +1,216 @@
+"""A run's result as an MCP ``CallToolResult`` (its JSON form).
+
+What each ACOR section becomes (the README has the same table):
+
+* Output, and text outside any section: text content, in order.
+* Output Data: its text, in order; the last one is also
+  ``structuredContent`` (a JSON object as it is; any other value as
+  ``{"data": value}`` before protocol 2026-07-28, which allows any value).
+* Output Files: one ``resource_link`` per file (``file://`` URI, size,
+  and ``_meta["acor/sha256"]``, the digest prefix the tool reported).
+* AI Directive, Suggestions: labelled text.
+* Error: ``isError: true``, and text with the code, message, details,
+  recovery and the next command.
+* Input Needed: text saying what is needed, from whom, and the exact next
+  call (when the server cannot ask the client itself, see
+  :mod:`cli.mcp_calls`).
+* ``_meta["acor/result"]``: exit code, state, error code, duration, tool,
+  version, argv, session and next, as in the last line of ``--format json``.
+
+Status, Progress, Session Checkpoint and heartbeats have no content: the
+final status is in ``_meta``, progress went out as notifications.
+"""
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
+                         OutputFiles, Suggestions, Text, Unknown)
+
+MODERN_VERSIONS = ("2026-07-28",)
+
+
+def call_result(result, *, protocol_version: str, cwd: str) -> dict:
+    """The ``CallToolResult`` of a finished run (any ending but cancelled,
+    which is never answered). ``cwd`` is where the tool ran: relative
+    output file paths are resolved against it."""
+    data = [e for e in result.events if isinstance(e, OutputData)]
+    failed = result.state in ("failed", "timeout") or any(
+        isinstance(e, Error) for e in result.events)
+    wire = {"content": content_blocks(result, cwd), "isError": failed,
+            "_meta": {"acor/result": result_meta(result)}}
+    if data:
+        wire["structuredContent"] = structured(data[-1].data,
+                                               protocol_version)
+    return wire
+
+
+def result_meta(result) -> dict:
+    """The run's outcome for the client application (not the model): the
+    result line of ``acor --format json``."""
+    return result.to_dict()
+
+
+def unrun_meta(tool: str, exit_code: int, state: str, error_code=None,
+               session=None, **more) -> dict:
+    """``_meta["acor/result"]`` of a call that ran nothing: the same keys."""
+    return {"type": "result", "exit_code": exit_code, "state": state,
+            "error_code": error_code, "duration_ms": 0, "tool": tool,
+            "version": None, "argv": None, "session": session, "next": None,
+            **more}
+
+
+def structured(data, protocol_version: str):
+    """``structuredContent``: an object before 2026-07-28, any value since."""
+    if isinstance(data, dict) or protocol_version in MODERN_VERSIONS:
+        return data
+    return {"data": data}
+
+
+def _block(event):
+    if isinstance(event, Output):
+        return text(event.text)
+    if isinstance(event, Text):
+        return text(event.text) if event.text.strip() else None
+    if isinstance(event, OutputData):
+        return text(data_text(event))
+    if isinstance(event, AIDirective):
+        return text("AI Directive:\n" + _bullets(event.items))
+    if isinstance(event, Suggestions):
+        label = f"Suggestions: {event.title}" if event.title else "Suggestions"
+        return text(f"{label}:\n" + _bullets(event.items))
+    if isinstance(event, Error):
+        return text(error_text(event))
+    if isinstance(event, InputNeeded):
+        return None  # the caller decides: ask, or input_needed_text
+    if isinstance(event, Unknown):
+        return text(f"{event.heading}\n{event.body}".rstrip())
+    return None
+
+
+def content_blocks(result, cwd: str) -> list[dict]:
+    """Every content block of ``result``, files expanded in place."""
+    blocks = []
+    for event in result.events:
+        if isinstance(event, OutputFiles):
+            blocks.extend(files_blocks(event, cwd))
+        else:
+            block = _block(event)
+            if block is not None:
+                blocks.append(block)
+    return blocks
+
+
+def text(value: str) -> dict:
+    return {"type": "text", "text": value}
+
+
+def data_text(event: OutputData) -> str:
+    if event.format == "json":
+        return json.dumps(event.data, ensure_ascii=False, indent=2)
+    return event.data if isinstance(event.data, str) else \
+        json.dumps(event.data, ensure_ascii=False)
+
+
+def _bullets(items) -> str:
+    return "\n".join(f"- {item}" for item in items)
+
+
+def error_text(error: Error) -> str:
+    lines = [f"Error {error.code}: {error.title}"]
+    if error.details:
+        lines.append(error.details)
+    if error.recovery:
+        lines.append(f"Recovery: {error.recovery}")
+    if error.next:
+        lines.append(f"Next: {shlex.join(error.next)}")
+    return "\n".join(lines)
+
+
+def files_blocks(event: OutputFiles, cwd: str) -> list[dict]:
+    """Resource links for the files a tool wrote; a missing one as text."""
+    blocks = []
+    for entry in event.files:
+        path = os.path.join(cwd, entry.get("path", ""))
+        description = entry.get("description") or None
+        kind = entry.get("kind", "file")
+        if kind == "missing":
+            blocks.append(text(f"Output file missing: {entry.get('path')}"
+                               + (f" ({description})" if description else "")))
+            continue
+        link = {"type": "resource_link", "uri": Path(path).resolve().as_uri(),
+                "name": os.path.basename(os.path.normpath(path)) or path}
+        if description:
+            link["description"] = description
+        if kind == "directory":
+            link["mimeType"] = "inode/directory"
+        else:
+            mime = _mime_type(path)
+            if mime:
+                link["mimeType"] = mime
+        if isinstance(entry.get("bytes"), int):
+            link["size"] = entry["bytes"]
+        if entry.get("sha256"):
+            link["_meta"] = {"acor/sha256": entry["sha256"]}
+        blocks.append(link)
+    return blocks
+
+
+def _mime_type(path: str) -> str | None:
+    import mimetypes  # only when a tool reports files
+    return mimetypes.guess_type(path)[0]
+
+
+def usage_result(tool: str, error) -> dict:
+    """Arguments that do not fit the tool (a :class:`cli.errors.UsageError`
+    from ``acor call``'s conversion): every problem listed, nothing run."""
+    problems = (error.details or "").splitlines()
+    lines = [f"Error {error.code}: {error.reason}",
+             *[f"- {problem}" for problem in problems],
+             f"Recovery: fix every argument listed and call '{tool}' again "
+             "(its input schema says what each one takes). Nothing was run."]
+    return {"content": [text("\n".join(lines))], "isError": True,
+            "_meta": {"acor/result": unrun_meta(tool, 2, "failed", error.code,
+                                                problems=problems)}}
+
+
+def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,
+                      reason: str | None = None) -> str:
+    """What the tool needs, from whom, and the exact call to make next.
+    ``arguments`` is None for a tool without an args schema (the launcher's
+    ``next`` command is given instead)."""
+    lines = [f"Input needed: {needed.message}"]
+    if reason:
+        lines.append(reason)
+    if needed.audience == "human":
+        lines.append("Only a person may answer this (an approval or a "
+                     "credential): ask the user, and never answer it "
+                     "yourself.")
+    fields = needed.fields or {}
+    if fields:
+        lines.append("Fields:")
+        lines.extend(f"- {name}: {_field_text(prop)}"
+                     for name, prop in fields.items())
+    if arguments is not None and fields:
+        placeholders = {name: f"<{name}>" for name in fields}
+        call = {"name": tool, "arguments": {**arguments, **placeholders}}
+        lines.append("Next call (replace each <placeholder> with the "
+                     "answer): " + json.dumps(call, ensure_ascii=False))
+    elif needed.next:
+        lines.append(f"Next command: {shlex.join(needed.next)}")
+    return "\n".join(lines)
+
+
+def _field_text(prop: dict) -> str:
+    parts = [prop.get("type", "string")]
+    if prop.get("enum"):
+        parts.append("one of " + ", ".join(map(str, prop["enum"])))
+    if "default" in prop:
+        parts.append(f"default {prop['default']!r}")
+    for key in ("minimum", "maximum"):
+        if key in prop:
+            parts.append(f"{key} {prop[key]}")
+    description = prop.get("description")
+    return f"({'; '.join(parts)})" + (f" {description}" if description else "")

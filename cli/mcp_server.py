@@ -1,0 +1,158 @@
+"""``acor mcp``: every acor tool, served to MCP clients over stdio.
+
+Claude Code, Claude Desktop, Cursor and other agent clients start this
+command and speak the Model Context Protocol on its stdin and stdout. The
+MCP SDK is an optional extra (``pip install 'acor[mcp]'``) and is imported
+only here, in a background thread, while :mod:`cli.mcp_boot` (standard
+library only) answers the client's opening request: this module must stay
+cheap to import, since the click application imports it for ``acor --help``.
+
+Start-up, in order: check the extra is there (else an error on stderr,
+exit 2); move stdin and stdout aside (stdout belongs to JSON-RPC); start
+importing the SDK; load the registry and check ``--tools`` (an error on
+stderr, exit 2); answer the opening request; serve (:mod:`cli.mcp_app`).
+"""
+
+import importlib
+import os
+import sys
+import threading
+from importlib.util import find_spec
+
+import click
+
+from acor import exitcodes
+from acor.events import Error
+
+from .durations import check_seconds
+
+INSTALL = "pip install 'acor[mcp]'"
+MIN_SDK = "2.3"
+EARLY_WAIT = 0.2  # seconds to wait for the opening request before importing
+
+
+def sdk_problem() -> Error | None:
+    """Why the MCP SDK cannot be used, or None. Looks, does not import."""
+    here = f"{sys.executable} -m pip install 'acor[mcp]'"
+    if find_spec("mcp") is None:
+        return Error("acor mcp needs the MCP SDK, which is not installed",
+                     "E_MCP_MISSING", f"python: {sys.executable}",
+                     f"Install acor's mcp extra: `{INSTALL}` (into this "
+                     f"environment: `{here}`), then run `acor mcp` again.")
+    if find_spec("mcp_types") is None:
+        return Error(f"acor mcp needs MCP SDK {MIN_SDK} or later; an older "
+                     "one is installed", "E_MCP_MISSING",
+                     f"python: {sys.executable}",
+                     f"Upgrade it: `{here.replace('install', 'install -U')}`"
+                     ", then run `acor mcp` again.")
+    return None
+
+
+class SdkLoader(threading.Thread):
+    """Imports :mod:`cli.mcp_app` (and with it the SDK) in the background."""
+
+    def __init__(self) -> None:
+        super().__init__(name="acor-mcp-import", daemon=True)
+        self.module = None
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.module = importlib.import_module(".mcp_app", __package__)
+        except BaseException as exc:  # result() raises it in the main thread
+            self.error = exc
+
+    def result(self):
+        self.join()
+        if self.error is not None:
+            raise self.error
+        return self.module
+
+
+def parse_options(tools: str | None, timeout: str | None):
+    """(--tools as a set or None, --timeout as seconds or None); raises
+    ValueError with the message. Checked here rather than by click so that
+    even a bad option is reported on stderr: stdout belongs to JSON-RPC."""
+    only = None
+    if tools is not None:
+        only = {name.strip() for name in tools.split(",") if name.strip()}
+        if not only:
+            raise ValueError("--tools needs at least one tool name, e.g. "
+                             "--tools hello,csvprofile")
+    seconds = None if timeout is None else check_seconds(timeout,
+                                                         "--timeout")
+    return only, seconds
+
+
+@click.command("mcp")
+@click.option("--tools", "tools", metavar="NAME,...",
+              help="Serve only these tools (comma-separated names).")
+@click.option("--timeout", metavar="S",
+              help="Seconds before a call's tool is stopped (default: the "
+                   "tool's manifest, the config, then 120).")
+@click.pass_context
+def mcp_command(ctx: click.Context, tools: str | None,
+                timeout: str | None) -> int:
+    """Serve every tool to MCP clients (Claude Code, Claude Desktop,
+    Cursor...) over stdio: typed arguments, progress, input requests and
+    cancellation. Needs the extra: pip install 'acor[mcp]'."""
+    try:
+        only, seconds = parse_options(tools, timeout)
+    except ValueError as exc:
+        return _fail(Error(str(exc), "E_USAGE", None,
+                           "Run `acor mcp --help` for the options."))
+    config = (ctx.obj or {}).get("config") or os.environ.get("ACOR_CONFIG")
+    return serve(only, seconds, config)
+
+
+def serve(only: set[str] | None, timeout: float | None,
+          config_path: str | None = None) -> int:
+    problem = sdk_problem()
+    if problem is not None:
+        return _fail(problem)
+    from .config import ConfigError
+    from .discover import load_registry
+    from .mcp_boot import Wire, open_session
+    from .mcp_tools import Catalog, UnknownTools
+    wire = Wire.claim()
+    loader = SdkLoader()
+    catalog = Catalog(lambda: load_registry(config_path=config_path), only)
+    try:
+        catalog.check_only(catalog.registry())
+    except ConfigError as exc:
+        from .errors import config_error
+        return _fail(config_error(exc).to_event())
+    except UnknownTools as exc:
+        return _fail(Error(f"--tools names unknown tool(s): "
+                           f"{', '.join(exc.names)}", "E_UNKNOWN_TOOL",
+                           "known tools: " + (", ".join(exc.known) or "none"),
+                           "Fix the names in --tools; `acor list` shows "
+                           "every tool."))
+    # A client sends its opening request as soon as it has started us, so
+    # it is usually waiting already: answer it before the SDK import starts
+    # competing for the interpreter. A client that waits gets the import
+    # started meanwhile.
+    waiting = wire.readable(timeout=EARLY_WAIT)
+    if not waiting:
+        loader.start()
+    opening = open_session(wire)
+    if opening is None:
+        return exitcodes.OK  # the client left without a word
+    if waiting:
+        loader.start()
+    try:
+        app = loader.result()
+    except ImportError as exc:
+        return _fail(Error(f"The MCP SDK failed to import: {exc}",
+                           "E_MCP_MISSING", f"python: {sys.executable}",
+                           f"Reinstall it: `{INSTALL}`."))
+    return app.serve_stdio(app.build_server(catalog, timeout=timeout), wire,
+                           opening)
+
+
+def _fail(error: Error) -> int:
+    """Report on stderr (stdout belongs to JSON-RPC), in ACOR form; exit 2."""
+    from .errors import UsageError, report
+    return report(UsageError(error.title, error.recovery, code=error.code,
+                             details=error.details, next=error.next),
+                  None, out=sys.stderr.buffer)

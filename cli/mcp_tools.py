@@ -1,0 +1,152 @@
+"""Which tools ``acor mcp`` serves, and how each one looks in ``tools/list``.
+
+One MCP tool per acor tool, from the same discovery as ``acor list``
+(re-read on every listing and call: a warm read is a few ``stat()`` calls,
+so a tool added while the server runs is served without a restart). The
+input schema is the manifest's ``args`` without its ``x-acor`` keys; a tool
+without ``args`` takes its command line as ``{"argv": [strings]}``. Nothing
+is dropped silently: a tool whose name MCP cannot carry, and a manifest
+discovery skipped, are reported on stderr once each.
+"""
+
+import re
+import sys
+from collections.abc import Callable
+from typing import Any, TextIO
+
+# Tool names MCP clients accept (SEP-986, as the SDK validates them).
+MCP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
+ARGV_SCHEMA = {"type": "object",
+               "properties": {"argv": {
+                   "type": "array", "items": {"type": "string"},
+                   "description": "The tool's command-line arguments, one "
+                                  "string each (no shell: nothing is "
+                                  "expanded or split)."}},
+               "additionalProperties": False}
+ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint",
+                   "idempotentHint", "openWorldHint")
+
+
+class UnknownTools(Exception):
+    """``--tools`` named tools that discovery did not find."""
+
+    def __init__(self, names: list[str], known: list[str]) -> None:
+        super().__init__(", ".join(names))
+        self.names = names
+        self.known = known
+
+
+class Catalog:
+    """The served tools: discovery, the ``--tools`` filter, MCP naming.
+
+    ``load`` returns a fresh :class:`cli.discover.Registry` (the warm,
+    stat-validated cache makes that cheap); ``only`` is the ``--tools``
+    set, or None for every tool.
+    """
+
+    def __init__(self, load: Callable[[], Any], only: set[str] | None = None,
+                 log: TextIO | None = None) -> None:
+        self._load = load
+        self.only = only
+        self._log = log if log is not None else sys.stderr
+        self._reported: set[str] = set()
+        self._built: dict[str, tuple] = {}  # name -> (depends on, tool)
+
+    def registry(self):
+        """The current registry; reports what cannot be served."""
+        registry = self._load()
+        for skipped in registry.skipped:
+            self._report(f"skipped:{skipped.path}:{skipped.reason}",
+                         f"manifest {skipped.path} is not served: "
+                         f"{skipped.reason} ({skipped.recovery})")
+        return registry
+
+    def check_only(self, registry) -> None:
+        """Raise :class:`UnknownTools` when ``--tools`` names a tool that
+        does not exist (a typo would otherwise hide a tool silently)."""
+        if self.only is None:
+            return
+        missing = sorted(self.only - set(registry.tools))
+        if missing:
+            raise UnknownTools(missing, sorted(registry.tools))
+
+    def served(self, registry) -> list:
+        """The ToolSpecs served, in discovery order."""
+        specs = []
+        for name, spec in registry.tools.items():
+            if self.only is not None and name not in self.only:
+                continue
+            if not MCP_NAME.fullmatch(name):
+                self._report(f"name:{name}",
+                             f"tool {name!r} is not served: MCP tool names "
+                             "are 1-128 letters, digits, '_', '-' or '.'")
+                continue
+            specs.append(spec)
+        return specs
+
+    def get(self, registry, name: str):
+        """The served ToolSpec called ``name``, or None."""
+        spec = registry.get(name)
+        if spec is None or (self.only is not None and name not in self.only) \
+                or not MCP_NAME.fullmatch(name):
+            return None
+        return spec
+
+    def listing(self) -> list[dict]:
+        """``tools/list``: one MCP tool (wire form) per served tool.
+
+        Each tool is built again only when its manifest changed: comparing
+        a few values costs far less than rebuilding 1,000 schemas."""
+        built, tools = {}, []
+        for spec in self.served(self.registry()):
+            key = (spec.description, spec.usage, spec.args_schema,
+                   spec.annotations)
+            entry = self._built.get(spec.name)
+            if entry is None or entry[0] != key:
+                entry = (key, mcp_tool(spec))
+            built[spec.name] = entry
+            tools.append(entry[1])
+        self._built = built  # one assignment: safe if listings overlap
+        return tools
+
+    def _report(self, key: str, message: str) -> None:
+        if key not in self._reported:
+            self._reported.add(key)
+            print(f"acor mcp: {message}", file=self._log, flush=True)
+
+
+def mcp_tool(spec) -> dict:
+    """A ToolSpec as an MCP ``Tool``, in its JSON form."""
+    args = tool_args(spec)
+    description = spec.description
+    if args is None and spec.usage:
+        # No schema: the usage line is all a model has to build the argv.
+        description += f"\n\nUsage: {spec.usage}\nPass the arguments after " \
+                       f"the tool name as \"argv\"."
+    tool = {"name": spec.name, "description": description,
+            "inputSchema": input_schema(args)}
+    annotations = tool_annotations(spec)
+    if annotations:
+        tool["annotations"] = annotations
+    return tool
+
+
+def tool_args(spec) -> dict | None:
+    """The manifest's ``args`` schema, or None for a free-argv tool."""
+    return spec.args_schema or None
+
+
+def input_schema(args: dict | None) -> dict:
+    """What a client validates its arguments against."""
+    if args is None:
+        return ARGV_SCHEMA
+    from acor.args import public_schema
+    schema = public_schema(args)
+    schema.setdefault("type", "object")
+    return schema
+
+
+def tool_annotations(spec) -> dict:
+    """The manifest's behaviour hints, as MCP ``ToolAnnotations``."""
+    hints = spec.annotations or {}
+    return {key: hints[key] for key in ANNOTATION_KEYS if key in hints}

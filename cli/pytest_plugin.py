@@ -1,0 +1,88 @@
+"""acor's pytest plugin: the ``acor_run`` fixture.
+
+::
+
+    def test_greets(acor_run):
+        result = acor_run("hello", "Ada")
+        assert result.exit_code == 0
+        assert result.of("output")[0].text == "Hello, Ada!"
+
+        result = acor_run("wc", args={"path": "data.txt"})  # as `acor call`
+        assert result.data["lines"] == 3
+
+The launcher runs in the test process, through the same runner as
+``acor``; the tool runs in its own process. ``acor_run`` returns the run's
+:class:`~acor.cli.runner.RunResult`: ``.exit_code``, ``.state``,
+``.events``, ``.data``, ``.errors``, ``.stderr``, ``.duration`` and
+``.of(event_type)``.
+
+pytest loads this module in every session of anyone who installs acor, so
+it imports nothing at start-up: the runner is imported on first use.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def _tool(name, cwd):
+    """``(tool, registry)`` for the runner: a name as discovery knows it
+    (from ``cwd``, as the runner looks), or a tool folder / manifest path
+    resolved to its spec."""
+    if not (isinstance(name, os.PathLike) or (isinstance(name, str) and (
+            os.sep in name or "/" in name))):
+        return name, None
+    from .check import resolve
+    from .errors import LauncherError
+    try:
+        target = resolve(os.fspath(name))
+    except LauncherError as exc:
+        pytest.fail(f"acor_run: {exc.reason}. {exc.recovery}", pytrace=False)
+    if target.spec is None:
+        pytest.fail(f"acor_run: acor skips {target.manifest_path}: "
+                    f"{target.skipped.reason}. {target.skipped.recovery}",
+                    pytrace=False)
+    return target.spec, target.registry
+
+
+def _argv_from_values(spec, values):
+    """The argv for ``values``, as `acor call` builds it; every violation
+    of the tool's args schema fails the test, all of them listed."""
+    from .call_cmd import call_argv
+    from .errors import UsageError
+    try:
+        return call_argv(spec, values)
+    except UsageError as exc:
+        pytest.fail(f"acor_run: {exc.reason} ({spec.manifest_path}):\n  "
+                    + (exc.details or "").replace("\n", "\n  "),
+                    pytrace=False)
+
+
+@pytest.fixture
+def acor_run():
+    """Run a tool through acor: ``acor_run(name, *argv, args=None,
+    timeout=None, cwd=None)`` returns its RunResult. ``name`` is a tool's
+    name or the path of its folder; ``args`` a dict of values checked
+    against the tool's args schema and turned into the argv."""
+
+    def run_tool(name, *argv, args=None, timeout=None, cwd=None):
+        if args is not None and argv:
+            raise TypeError("acor_run takes an argv or args=, not both")
+        from .runner import run
+        cwd = None if cwd is None else os.fspath(cwd)
+        tool, registry = _tool(name, cwd)
+        if args is not None:
+            if isinstance(tool, str):
+                from .discover import load_registry
+                registry = load_registry(cwd=cwd)
+                spec = registry.get(tool)
+                if spec is None:  # the runner says why, as acor would
+                    return run(tool, [], registry=registry, cwd=cwd)
+                tool = spec
+            argv = _argv_from_values(tool, args)
+        return run(tool, [os.fspath(a) for a in argv], registry=registry,
+                   cwd=cwd, timeout=timeout)
+
+    return run_tool

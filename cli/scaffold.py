@@ -1,0 +1,299 @@
+"""``acor new NAME [--dir DIR] [--wrap "PROGRAM ARGS..."]``: start a tool.
+
+Without ``--wrap``: a tool folder that works as it is, to change into your
+own: ``manifest.json`` (with an ``args`` schema and ``examples``),
+``cli.py`` (``tool.parse_args()``, progress per chunk, ``tool.fail``), a
+``sample.txt`` for the examples and ``test_NAME.py`` (the ``acor_run``
+fixture). It passes ``acor check NAME`` and its own tests unedited.
+
+With ``--wrap``: a wrapper manifest ``NAME.json`` for a plain program.
+
+Nothing is overwritten; the next commands are printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+
+import click
+
+from acor import exitcodes
+
+_NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
+
+SAMPLE = ("The quick brown fox\n"
+          "jumps over\n"
+          "the lazy dog.\n")
+
+
+def name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be a tool's name, or None."""
+    from .manifest import RESERVED
+    if not _NAME.match(name):
+        return (f"{name!r} is not a tool name: use 1-64 lowercase letters, "
+                "digits, '-' or '_', starting with a letter or digit (like "
+                '"my-tool")')
+    if name in RESERVED:
+        return f"{name!r} is an acor command, so `acor {name}` could never " \
+               "run the tool"
+    return None
+
+
+def default_dir(config) -> str:
+    """Where new tools go: the project's ``tools`` dir when it is one of
+    its tools dirs, else the first tools dir."""
+    tools = os.path.join(config.root, "tools")
+    dirs = list(config.tools_dirs)
+    return tools if tools in dirs or not dirs else dirs[0]
+
+
+def _manifest(name: str) -> dict:
+    return {
+        "name": name,
+        "version": "0.1.0",
+        "description": "Count the lines, words and bytes of a text file",
+        "entry": "cli.py",
+        "args": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string",
+                         "description": "The file to count",
+                         "x-acor": {"position": 0}},
+                "lines_only": {"type": "boolean",
+                               "description": "Count only the lines",
+                               "x-acor": {"flag": "--lines-only"}},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        "examples": [
+            {"description": "Count the sample",
+             "args": {"path": "sample.txt"}, "exit_code": 0,
+             "events": ["status", "progress", "output_data", "status"]},
+            {"description": "A missing file fails with E_FILE_NOT_FOUND",
+             "args": {"path": "no-such-file.txt"}, "exit_code": 1,
+             "events": ["error"]},
+            {"description": "An unknown option is a usage error",
+             "args": ["--no-such-option"], "exit_code": 2},
+        ],
+        "annotations": {"readOnlyHint": True, "destructiveHint": False,
+                        "idempotentHint": True, "openWorldHint": False},
+    }
+
+
+_CLI = '''\
+"""{name}: count the lines, words and bytes of a text file.
+
+Made by `acor new {name}`: a working ACOR tool to turn into your own.
+
+Its arguments are declared once, in manifest.json ("args"): from them acor
+checks a call before running it and shows the usage, and tool.parse_args()
+parses the command line. The manifest's "examples" are what `acor check`
+runs and checks:
+
+    acor {name} sample.txt
+    acor call {name} '{{"path": "sample.txt"}}'
+    acor show {name}
+    acor check {name}
+"""
+
+import os
+
+from acor import AcorTool
+
+CHUNK = 1 << 20  # report progress per chunk read, not per line
+
+
+def count(tool, path, size):
+    lines = words = done = 0
+    in_word = False
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            lines += chunk.count(b"\\n")
+            words += len(chunk.split())
+            if in_word and not chunk[:1].isspace():
+                words -= 1  # one word cut in two by the chunk boundary
+            in_word = not chunk[-1:].isspace()
+            done += len(chunk)
+            tool.progress_bar(done, size, "Reading")
+    return {{"lines": lines, "words": words, "bytes": done}}
+
+
+def main():
+    with AcorTool() as tool:
+        # A wrong call ends here: an E_USAGE error with the usage, exit 2.
+        args = tool.parse_args()
+        if not os.path.isfile(args.path):
+            # fail() reports the error and ends the run: Failed, exit 1.
+            tool.fail("E_FILE_NOT_FOUND", f"No such file: {{args.path}}",
+                      recovery="Check the path (a relative path starts "
+                      "from the current directory), then run it again.")
+        try:
+            counts = count(tool, args.path, os.path.getsize(args.path))
+        except OSError as exc:
+            tool.fail("E_FILE_READ", f"Cannot read {{args.path}}: "
+                      f"{{exc.strerror}}", recovery="Check the file's "
+                      "permissions, then run it again.")
+        if args.lines_only:
+            counts = {{"lines": counts["lines"]}}
+        tool.output({{"path": args.path, **counts}})
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+_TEST = '''\
+"""Tests for {name}, run as an agent runs it: through acor.
+
+acor_run comes with acor (a pytest plugin): it runs the tool through the
+launcher and returns the result: .exit_code, .state, .events, .data (the
+last Output Data), .errors, .stderr, .duration and .of(event_type).
+"""
+
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parent  # the tool, wherever pytest runs
+
+
+def test_counts_the_sample(acor_run):
+    result = acor_run(TOOL, args={{"path": "sample.txt"}}, cwd=TOOL)
+    assert result.exit_code == 0, result.errors
+    assert result.state == "complete"
+    assert result.data == {{"path": "sample.txt", "lines": {lines},
+                           "words": {words}, "bytes": {bytes}}}
+    assert result.of("progress")[-1].percent == 100
+
+
+def test_lines_only(acor_run):
+    result = acor_run(TOOL, "--lines-only", "sample.txt", cwd=TOOL)
+    assert result.data == {{"path": "sample.txt", "lines": {lines}}}
+
+
+def test_a_missing_file_fails_with_its_code(acor_run):
+    result = acor_run(TOOL, "no-such-file.txt", cwd=TOOL)
+    assert result.exit_code == 1
+    assert [error.code for error in result.errors] == ["E_FILE_NOT_FOUND"]
+
+
+def test_a_wrong_call_is_a_usage_error(acor_run):
+    result = acor_run(TOOL, "--no-such-option", cwd=TOOL)
+    assert result.exit_code == 2
+    assert result.errors[0].code == "E_USAGE"
+'''
+
+
+def tool_files(name: str) -> dict[str, str]:
+    """The files of a new tool folder: relative path -> text."""
+    data = SAMPLE.encode()
+    counts = {"lines": data.count(b"\n"), "words": len(data.split()),
+              "bytes": len(data)}
+    return {
+        "manifest.json": json.dumps(_manifest(name), indent=2) + "\n",
+        "cli.py": _CLI.format(name=name),
+        "sample.txt": SAMPLE,
+        f"test_{name.replace('-', '_')}.py": _TEST.format(name=name,
+                                                          **counts),
+    }
+
+
+def wrapper_manifest(name: str, argv: list[str]) -> dict:
+    return {
+        "name": name,
+        "description": f"Run {shlex.join(argv)}",
+        "command": argv,
+        "usage": f"acor {name} [ARGS...]   runs: {shlex.join(argv)} "
+                 "[ARGS...]",
+        "examples": [{"description": "Run it with no more arguments",
+                      "args": [], "exit_code": 0}],
+    }
+
+
+def _shown(path: str) -> str:
+    """``path`` relative to the current directory when under it."""
+    rel = os.path.relpath(path)
+    return path if rel.startswith(os.pardir) else rel
+
+
+def _refuse(title: str, recovery: str) -> int:
+    from .errors import UsageError, report
+    return report(UsageError(title, recovery), None)
+
+
+@click.command("new")
+@click.argument("name")
+@click.option("--dir", "directory", type=click.Path(file_okay=False),
+              help="The tools dir to create it in (default: the project's "
+                   "tools/).")
+@click.option("--wrap", metavar='"PROGRAM ARGS..."',
+              help="Write a wrapper manifest for this plain program "
+                   "instead of a tool folder.")
+def new_command(name: str, directory: str | None, wrap: str | None) -> int:
+    """Create tool NAME: a working tool folder (manifest with args and
+    examples, cli.py, a test) or, with --wrap, a wrapper manifest. Nothing
+    is overwritten."""
+    problem = name_problem(name)
+    if problem is not None:
+        return _refuse(f"Cannot create tool: {problem}",
+                       "Choose another name, e.g. `acor new my-tool`.")
+    from .config import ConfigError, load_config
+    try:
+        config = load_config()
+    except ConfigError as exc:
+        from .errors import config_error, report
+        return report(config_error(exc), None)
+    tools_dir = os.path.abspath(directory or default_dir(config))
+    argv = None
+    if wrap is not None:
+        try:
+            argv = shlex.split(wrap)
+        except ValueError as exc:
+            return _refuse(f"Cannot read --wrap {wrap!r}: {exc}",
+                           'Quote it as a shell would: --wrap "ruff check".')
+        if not argv:
+            return _refuse("--wrap needs a program", 'For example: '
+                           f'acor new {name} --wrap "ruff check".')
+    target = os.path.join(tools_dir, name + (".json" if argv else ""))
+    for existing in (os.path.join(tools_dir, name),
+                     os.path.join(tools_dir, name + ".json")):
+        if os.path.lexists(existing):
+            return _refuse(f"{_shown(existing)} already exists",
+                           "Nothing was written. Choose another name, or "
+                           "remove it first if you mean to start over.")
+    os.makedirs(tools_dir, exist_ok=True)
+    if argv:
+        _write(target, json.dumps(wrapper_manifest(name, argv), indent=2)
+               + "\n")
+        click.echo(f"Created {_shown(target)}: a wrapper for "
+                   f"{shlex.join(argv)}.")
+        if shutil.which(argv[0]) is None and argv[0] != "{python}":
+            click.echo(f"warning: {argv[0]} is not on PATH here; the "
+                       "example will fail until it is.")
+    else:
+        os.mkdir(target)
+        for rel, text in tool_files(name).items():
+            _write(os.path.join(target, rel), text)
+        click.echo(f"Created {_shown(target)}/: manifest.json (name, args, "
+                   "examples), cli.py, sample.txt and "
+                   f"test_{name.replace('-', '_')}.py.")
+    found = tools_dir in config.tools_dirs
+    if not found:
+        click.echo(f"warning: {_shown(tools_dir)} is not one of this "
+                   "project's tools dirs, so `acor " + name + "` will not "
+                   "find it: add it to tools_dirs in .acor/config.yaml.")
+    click.echo("Next:")
+    click.echo("  acor check " + (name if found else
+                                  shlex.quote(_shown(target))))
+    if not argv:
+        click.echo(f"  pytest {shlex.quote(_shown(target))}")
+    return exitcodes.OK
+
+
+def _write(path: str, text: str) -> None:
+    # "x": never replace a file that appeared since the check above.
+    with open(path, "x", encoding="utf-8") as f:
+        f.write(text)

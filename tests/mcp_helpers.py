@@ -1,0 +1,101 @@
+"""Test doubles for the MCP server: a scripted ``run`` and a registry of
+duck-typed tool specs, so the MCP mapping is tested in process without
+spawning tools. End-to-end tests use the real runner and real tools."""
+
+import threading
+import time
+from types import SimpleNamespace
+
+from acor.cli.manifest import ToolSpec
+from acor.cli.result import RunResult
+from acor.events import Error, InputNeeded, Output, OutputData
+
+
+def FakeResult(events, exit_code=0, state="complete", *, tool="t",
+               argv=(), session=None, next=None, error_code=None):
+    """A RunResult as the runner builds one."""
+    events = list(events)
+    data = [e for e in events if isinstance(e, OutputData)]
+    return RunResult(exit_code=exit_code, state=state, error_code=error_code,
+                     events=events, data=data[-1].data if data else None,
+                     errors=[e for e in events if isinstance(e, Error)],
+                     stderr="", duration=0.25, tool=tool, version="1.0.0",
+                     argv=list(argv), session=session, next=next)
+
+
+class FakeRun:
+    """The runner's ``run``: each tool's behaviour is a function
+    ``(argv, emit, cancel) -> FakeResult``; ``emit`` passes events to the
+    run's sink and returns them. Every call is recorded."""
+
+    def __init__(self, **behaviours):
+        self.behaviours = behaviours
+        self.calls = []
+        self.cancels = []
+
+    def __call__(self, tool, argv, *, registry=None, timeout=None, sink=None,
+                 cancel=None):
+        self.calls.append((tool.name, list(argv), timeout))
+        self.cancels.append(cancel)
+
+        def emit(*events):
+            for event in events:
+                sink.emit(event)
+            return list(events)
+        return self.behaviours[tool.name](list(argv), emit, cancel)
+
+
+def spec(name, description="a test tool", args=None, annotations=None,
+         usage=None):
+    return ToolSpec(name=name, description=description, args_schema=args,
+                    annotations=annotations, usage=usage, version="1.0.0",
+                    kind="acor", cwd_mode="invocation")
+
+
+class FakeRegistry:
+    def __init__(self, *specs, skipped=()):
+        self.tools = {s.name: s for s in specs}
+        self.skipped = list(skipped)
+        self.config = SimpleNamespace(root="/")
+
+    def get(self, name):
+        return self.tools.get(name)
+
+
+GREET_ARGS = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "description": "who",
+                 "x-acor": {"position": 0}},
+        "times": {"type": "integer", "minimum": 1,
+                  "x-acor": {"flag": "--times"}},
+        "loud": {"type": "boolean", "x-acor": {"flag": "--loud"}},
+    },
+    "required": ["name"],
+    "additionalProperties": False,
+}
+
+
+def asks_for(field, prop, audience="agent", flag=None):
+    """A tool that ends with Input Needed for ``field`` until its flag is
+    given, then completes echoing its argv."""
+    flag = flag or f"--{field}"
+
+    def behaviour(argv, emit, cancel):
+        if flag not in argv:
+            return FakeResult(emit(InputNeeded(f"Which {field}?",
+                                               {field: prop}, audience)),
+                              3, "input_needed", session="s-1")
+        return FakeResult(emit(Output("done " + " ".join(argv))))
+    return behaviour
+
+
+def blocks_until_cancelled(started: threading.Event):
+    """A tool that runs until cancelled, as the runner ends one."""
+    def behaviour(argv, emit, cancel):
+        started.set()
+        deadline = time.monotonic() + 10
+        while not cancel.is_set() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return FakeResult([], 130, "cancelled")
+    return behaviour

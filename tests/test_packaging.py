@@ -1,0 +1,75 @@
+"""The package as pip builds it: one top-level import package, and the
+command, `python -m acor` and the bundled wrappers working from anywhere."""
+
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("wheel")
+    build = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+         "--wheel-dir", str(out), str(REPO)],
+        capture_output=True, text=True, timeout=300,
+        cwd=tmp_path_factory.mktemp("build-cwd"))
+    assert build.returncode == 0, build.stderr
+    # No warning from the build backend (the license field, package data).
+    assert "Warning" not in build.stderr and "warning" not in build.stderr, \
+        build.stderr
+    (path,) = out.glob("acor-*.whl")
+    return path
+
+
+def test_the_wheel_has_one_top_level_package(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {name.split("/")[0] for name in names
+            if not name.split("/")[0].endswith((".dist-info", ".data"))}
+    assert tops == {"acor"}
+    for shipped in ("acor/cli/main.py", "acor/manifests/pytest.json",
+                    "acor/schemas/events.schema.json",
+                    "acor/schemas/manifest.schema.json", "acor/py.typed",
+                    "acor/share/acor.sh"):
+        assert shipped in names
+
+
+def test_the_installed_wheel_runs_from_any_directory(wheel, tmp_path):
+    target = tmp_path / "site"
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--quiet",
+         "--target", str(target), str(wheel)],
+        capture_output=True, text=True, timeout=300)
+    assert install.returncode == 0, install.stderr
+    assert not (target / "cli").exists()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ACOR_", "PYTHON"))}
+    env.update(PYTHONPATH=str(target), ACOR_CACHE_DIR=str(tmp_path / "c"),
+               XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+    script = target / "bin" / "acor"
+
+    def run(*argv):
+        return subprocess.run(list(argv), cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    for argv in ([sys.executable, str(script), "--help"],
+                 [sys.executable, "-m", "acor", "--help"]):
+        result = run(*argv)
+        assert result.returncode == 0, result.stderr
+        assert "acor: run command-line tools" in result.stdout
+        assert "pytest" in result.stdout  # the bundled wrapper, listed
+    result = run(sys.executable, "-m", "acor", "pytest", "--version")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "pytest " in result.stdout and "## Status: Complete" in \
+        result.stdout
+    imported = run(sys.executable, "-c",
+                   "import acor.cli, acor; print(acor.cli.__file__)")
+    assert imported.stdout.startswith(str(target))
