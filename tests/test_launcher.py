@@ -5,8 +5,7 @@ Most runs are in process (``project.acor``: acor's main() with its own
 stdio, environment and directory); what only a separate acor process shows
 runs it as one: signals to acor, a reader that goes away, a timeout that
 must end a whole process group, the console script and what its start-up
-imports. Every ending is checked by its final section and
-its exit code.
+imports. Every ending is checked by its final section and its exit code.
 """
 
 import json
@@ -146,7 +145,7 @@ def test_tool_killed_by_a_signal_is_named(project):
 
 def test_timeout_kills_the_whole_group_including_grandchildren(project,
                                                                tmp_path):
-    """A subprocess: acor itself ends the group (and stays its subreaper)."""
+    """A subprocess: a real acor ends the tool's whole group."""
     pidfile = tmp_path / "grandchild.pid"
     project.add_tool("slow", f"""
         import subprocess, sys, time

@@ -33,8 +33,13 @@ def tools(project, monkeypatch):
 
 def test_a_run_from_another_thread_returns_exit_code_and_events(tools):
     tools.add_tool("ok", OK)
-    box = {}
-    worker = threading.Thread(target=lambda: box.update(r=run("ok")))
+    box, handlers = {}, []
+    before = signal.getsignal(signal.SIGINT)
+
+    def during(event):
+        handlers.append(signal.getsignal(signal.SIGINT))
+    worker = threading.Thread(
+        target=lambda: box.update(r=run("ok", on_event=during)))
     worker.start()
     worker.join(60)
     result = box["r"]
@@ -47,8 +52,10 @@ def test_a_run_from_another_thread_returns_exit_code_and_events(tools):
     assert result.of("progress") == [Progress(50, "half")]
     assert result.tool == "ok" and result.version == "1.0.0"
     assert result.duration > 0 and result.errors == []
-    # The caller's signal handlers are untouched.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # The caller's signal handlers are untouched, during the run and after
+    # (whatever they are: pytest's, or SIG_IGN under a background shell).
+    assert set(handlers) == {before}
+    assert signal.getsignal(signal.SIGINT) is before
 
 
 def test_on_event_sees_every_event_in_order(tools):
