@@ -24,7 +24,7 @@ from acor.events import (EVENT_TYPES, AIDirective, Checkpoint, Error,
                          Stderr, Suggestions, Text, Unknown)
 from acor.grammar import parse, render
 
-EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "100"))
 fuzz = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 

@@ -35,7 +35,7 @@ from acor.events import (AIDirective, Error, InputNeeded, OutputData,
                          OutputFiles, Status, Suggestions)
 from acor.grammar import fold_newlines, parse, render
 
-EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "100"))
 fuzz = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 

@@ -16,7 +16,7 @@ a wrapped program's stdout, and text passed to AcorTool methods. Each fuzz
 example batches many payloads into one tool run, separated by marker
 sections, and checks each payload on its own.
 
-Budgets: ``ACOR_FUZZ_EXAMPLES`` (default 200, ``make fuzz`` raises it) sets
+Budgets: ``ACOR_FUZZ_EXAMPLES`` (default 100, ``make fuzz`` raises it) sets
 the payloads per test; one acor run carries ``BATCH`` of them.
 ``ACOR_FLOOD_MIB`` (default 1024) sizes the flood.
 """
@@ -38,7 +38,7 @@ from acor import parse
 from acor.grammar import fold_newlines, unescape_inline
 from conftest import headings
 
-EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "100"))
 BATCH = 25
 RUNS = max(4, EXAMPLES // BATCH)
 # The flood test's size; 1 GiB takes about 15 s here.

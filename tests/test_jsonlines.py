@@ -94,7 +94,7 @@ import os
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "100"))
 fuzz = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 

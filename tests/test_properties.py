@@ -11,7 +11,7 @@
 3. A framed run decodes to the same events as the plain one, and the
    incremental Parser gives the same events however the text is split.
 
-The budget is ACOR_FUZZ_EXAMPLES examples per property (default 200;
+The budget is ACOR_FUZZ_EXAMPLES examples per property (default 100;
 ``make fuzz`` raises it).
 """
 
@@ -33,7 +33,7 @@ from acor.decode import StreamDecoder
 from acor.grammar import (Parser, fold_newlines, is_error_code, parse,
                           render, unescape_inline)
 
-EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "200"))
+EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "100"))
 fuzz = settings(max_examples=EXAMPLES, deadline=None,
                 suppress_health_check=[HealthCheck.too_slow])
 
