@@ -42,8 +42,10 @@ demo: $(STAMP)
 
 # The venv's pytest script, not `python -m pytest`: -m would put the
 # checkout first on sys.path, where acor/ has no cli subpackage.
+# Two workers (pytest-xdist): the suite is mostly waiting on tool
+# processes, and this machine has two cores.
 test: $(STAMP) lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 # Habits, checked on every test run: ruff on the library and the launcher,
 # mypy on the library (its public API is typed; see pyproject.toml).
