@@ -169,20 +169,22 @@ class StreamDecoder:
         return events
 
     def _section_part(self, block, pos, events):
-        """Collect section text up to the next marked line; returns the new
-        pos. That line is the section's end mark, or, when the tool was cut
-        off in the middle of writing it (a signal during a large write),
-        the start of another frame: escaped text never starts with the mark,
-        so a marked line inside a section always means the section ended
-        early. The cut section is reported as cut, never merged."""
-        at = self._find_mark(block, pos, anywhere=False)
+        """Collect section text up to the next mark; returns the new pos.
+        The mark is the section's end mark (a line of its own), or, when the
+        tool was cut off in the middle of writing it (a signal during a
+        large write, even mid-line), the start of another frame: text
+        cannot hold the mark without the run's token, so any other mark
+        inside a section means the section ended early. The cut section is
+        reported as cut, never merged."""
+        at = self._find_mark(block, pos, anywhere=True)
         if at < 0:
             self._collect(block[pos:] + "\n")
             return len(block) + 1
         self._collect(block[pos:at])
         eol = block.find("\n", at)
         eol = len(block) if eol < 0 else eol
-        if block[at:eol] == self._end:
+        at_line_start = at == 0 or block[at - 1] == "\n"
+        if at_line_start and block[at:eol] == self._end:
             events.append(self._finish())
             return eol + 1
         events.append(self._cut("the tool began another section before "

@@ -566,6 +566,18 @@ def test_section_cut_off_mid_way_is_kept_as_text():
         "bytes: the stream ended before the section did]")]
 
 
+def test_a_section_cut_mid_line_by_the_next_frame_is_reported_not_merged():
+    """The write can stop mid-line: the next frame then starts on the same
+    line as the cut text."""
+    head, body = framed_lines(Output("line 1\nline 2"))[:2]
+    lines = [head, body[:3] + framed_lines(Status("cancelled"))[0]] + \
+        framed_lines(Status("cancelled"))[1:]
+    assert decode(lines) == [
+        Text("## Output\nlin\n[acor: section cut short after 3 bytes: "
+             "the tool began another section before ending it]"),
+        Status("cancelled")]
+
+
 def test_a_section_cut_by_the_next_frame_is_reported_not_merged():
     """A signal during a large write cuts the section short; the tool's
     next frame (its Cancelled status) must not be absorbed into it."""
@@ -597,7 +609,11 @@ def test_decoder_is_ready_for_the_next_section_after_truncating():
     assert events[1:] == [Status("complete")]
 
 
-def test_escaped_text_never_begins_a_frame():
-    body = f"{MARK}end\n{MARK}## Status: Complete"
+def test_text_holding_another_runs_marks_never_begins_a_frame():
+    """A tool that prints an old transcript (a log of another run) passes
+    marks with another token: data, at a line start or mid-line. Only this
+    run's token, which no data can know, makes a mark."""
+    other = "\x1eacor:" + "f" * 32 + "\x1e"
+    body = f"{other}end\n{other}## Status: Complete\nmid {other}## x"
     lines = framed_lines(Output(body), Status("failed"))
     assert decode(lines) == [Output(body), Status("failed")]
