@@ -154,7 +154,7 @@ def run_in_process(argv, *, cwd, env, input=None, on_line=None, timeout=60,
                         pass
         finally:
             sys.stdin, sys.stdout, sys.stderr = saved_std
-            for fd, saved in zip((0, 1, 2), saved_fds):
+            for fd, saved in zip((0, 1, 2), saved_fds, strict=True):
                 os.dup2(saved, fd)
                 os.close(saved)
             process.KILL_GRACE, process.adopt_orphans = saved_grace, \

@@ -269,7 +269,7 @@ def test_sections_arrive_while_the_tool_is_still_running(project):
     assert len(written) == 3
     # Read while the tool sleeps: relayed long before it exits.
     nexts = [w for w, _ in written[1:]] + [ended]
-    for (wrote, seen), next_write in zip(written, nexts):
+    for (wrote, seen), next_write in zip(written, nexts, strict=True):
         assert wrote <= seen < next_write
 
 
@@ -315,6 +315,36 @@ def test_rich_format_renders_for_people(project):
     assert result.returncode == 0
     assert "Complete" in result.stdout and "answer" in result.stdout
     assert "##" not in result.stdout
+
+
+def test_held_progress_goes_out_when_due_while_the_tool_is_silent(project):
+    """The second of two quick progress sections is held (the interval is
+    0.2 s), then relayed when its time comes, not only when the tool next
+    writes (here 0.6 s later)."""
+    project.add_tool("pause", """
+        import time
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.progress(10, "first")
+            tool.progress(20, repr(time.time()))
+            time.sleep(0.6)
+            tool.output(repr(time.time()))
+    """)
+    (project.root / ".acor").mkdir()
+    (project.root / ".acor" / "config.yaml").write_text(
+        "progress_interval: 0.2\n")
+    arrived = []
+    result = project.acor("--format", "json", "pause", on_line=lambda line:
+                          arrived.append((time.time(), json.loads(line))))
+    assert result.returncode == 0
+    progress = [(when, line) for when, line in arrived
+                if line["type"] == "progress"]
+    assert [line["percent"] for _, line in progress] == [10, 20]
+    (first, _), (second, held) = progress
+    ended = next(float(line["text"]) for _, line in arrived
+                 if line["type"] == "output")
+    assert second - first >= 0.15  # held for its interval
+    assert float(held["message"]) <= second < ended  # then sent unasked
 
 
 def test_fast_progress_is_coalesced_and_the_last_one_kept(project):

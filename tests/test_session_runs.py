@@ -296,6 +296,32 @@ def test_a_corrupt_session_is_reported_with_the_way_out(proj):
     assert not (proj.state / "csvprofile" / "bad.json").exists()
 
 
+def test_a_save_waits_for_the_lock_another_writer_holds(tmp_path):
+    """Two writers of one session take turns (the lock file); one that
+    waits too long says which session and file are locked."""
+    import fcntl
+    from acor.sessions import SessionStore
+    store = SessionStore(tmp_path, "etl", lock_timeout=10)
+    store.save("s", "c1", {"n": 1})  # creates the folder and the lock file
+    holder = open(tmp_path / "etl" / ".s.lock", "r+")
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    release = threading.Timer(0.1, holder.close)
+    release.start()
+    started = time.monotonic()
+    store.save("s", "c2", {"n": 2})  # waits for the holder
+    assert time.monotonic() - started >= 0.05
+    release.join()
+    assert store.latest("s")[:2] == ("c2", {"n": 2})
+    with open(tmp_path / "etl" / ".s.lock", "r+") as holder:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        impatient = SessionStore(tmp_path, "etl", lock_timeout=0.05)
+        with pytest.raises(TimeoutError) as caught:
+            impatient.save("s", "c3", {"n": 3})
+    assert "session 's' of etl stayed locked for 0.05 s" in str(caught.value)
+    assert ".s.lock" in str(caught.value)
+    assert store.latest("s")[:2] == ("c2", {"n": 2})
+
+
 # --- the library calls, in a tool process ---------------------------------
 
 API_TOOL = """
