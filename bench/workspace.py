@@ -27,6 +27,7 @@ def clean_env(cache):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("ACOR_", "PYTHON"))}
     env["ACOR_CACHE_DIR"] = cache
+    env["ACOR_NO_PACKAGE_TOOLS"] = "1"  # the bench's tools, and no others
     return env
 
 
@@ -91,7 +92,11 @@ def _add_tool(tools_dir, name, source):
     folder = os.path.join(tools_dir, name)
     os.makedirs(folder, exist_ok=True)
     shutil.copy(source, folder)
+    manifest = {"name": name, "version": "1.0.0",
+                "entry": os.path.basename(source),
+                "description": f"benchmark tool {name}"}
+    if source == HELLO:  # hello parses its arguments with its schema
+        with open(os.path.join(os.path.dirname(HELLO), "manifest.json")) as f:
+            manifest["args"] = json.load(f)["args"]
     with open(os.path.join(folder, "manifest.json"), "w") as f:
-        json.dump({"name": name, "version": "1.0.0",
-                   "entry": os.path.basename(source),
-                   "description": f"benchmark tool {name}"}, f)
+        json.dump(manifest, f)

@@ -94,6 +94,24 @@ def adopt_orphans() -> bool:
         return False
 
 
+def tune_allocator() -> None:
+    """Keep large buffers in the heap (glibc's mallopt). A flood moves 1 MB
+    sections through a few buffers each; above glibc's mmap threshold each
+    one is a fresh mapping whose pages fault in on first touch, which cost
+    the relay more than all its parsing (0.7 s instead of 0.35 s for 100
+    MB). With the threshold at 32 MiB the same heap memory is reused.
+    Elsewhere than glibc, nothing changes."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None)
+        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep it for reuse
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
 def end_orphans(rounds: int = 100) -> None:
     """SIGKILL and reap every child we have left. With the subreaper set
     and the tool reaped, these are the tool's escaped descendants; each one

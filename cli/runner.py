@@ -143,8 +143,9 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         collector.emit(Status("cancelled"))
         return collector.finish(exitcodes.CANCELLED, "cancelled",
                                 time.monotonic() - started, policy)
-    if reap_orphans:
+    if reap_orphans:  # acor is the whole process: tune it for relaying
         reap_orphans = process.adopt_orphans()
+        process.tune_allocator()
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
     argv = [sys.executable if word == "{python}" else word
