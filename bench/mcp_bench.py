@@ -129,6 +129,7 @@ def _env(work) -> dict:
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("ACOR_") and k != "PYTHONPATH"}
     env["ACOR_CACHE_DIR"] = os.path.join(work, "cache")
+    env["ACOR_NO_PACKAGE_TOOLS"] = "1"  # exactly the bench's 1,000 tools
     return env
 
 

@@ -43,11 +43,8 @@ def echo_json(data) -> None:
 
 
 def usage_of(spec) -> str | None:
-    """The usage line: derived from the argument schema when there is one,
-    else the manifest's ``usage``."""
-    if spec.args_schema:
-        from acor.args import usage
-        return usage(f"acor {spec.name}", spec.args_schema)
+    """The usage line: the manifest's, or the one discovery derived from
+    its argument schema (see :func:`cli.manifest._usage`)."""
     return spec.usage
 
 

@@ -71,7 +71,7 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
         name=data["name"], version=data.get("version", DEFAULT_VERSION),
         description=data["description"], kind="acor", path=folder,
         manifest_path=manifest, argv=argv, timeout=data.get("timeout"),
-        idle_timeout=data.get("idle_timeout"), usage=data.get("usage"),
+        idle_timeout=data.get("idle_timeout"), usage=_usage(data),
         errors={}, cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
         args_schema=data.get("args"), stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
@@ -97,12 +97,21 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
         name=data["name"], version=data.get("version", DEFAULT_VERSION),
         description=data["description"], kind="wrapped", path=path,
         manifest_path=path, argv=command, timeout=data.get("timeout"),
-        idle_timeout=data.get("idle_timeout"), usage=data.get("usage"),
+        idle_timeout=data.get("idle_timeout"), usage=_usage(data),
         progress_pattern=pattern, errors=data.get("errors", {}),
         cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
         args_schema=data.get("args"), stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
         origin=origin)
+
+
+def _usage(data: dict):
+    """The usage line: the manifest's, else derived from its argument
+    schema here, at discovery, so that a warm `acor list` reads it."""
+    if data.get("usage") is not None or not data.get("args"):
+        return data.get("usage")
+    from acor.args import usage
+    return usage(f"acor {data['name']}", data["args"])
 
 
 _PATTERN_FIX = ('Write a Python regex whose group (?P<percent>...) captures '
