@@ -79,6 +79,7 @@ class WrappedProtocol:
         else:
             self.pattern = None
         self.errors = spec.errors or {}
+        self._blank: list[str] = []
 
     def env(self) -> dict[str, str]:
         return {}
@@ -95,14 +96,17 @@ class WrappedProtocol:
     def feed(self, block: str) -> list[Event]:
         """One read's worth of lines: the lines in order as one Output per
         run of plain lines, and a Progress (not an Output) for each line
-        that reports progress. Empty lines alone make no section."""
+        that reports progress. Empty lines alone make no section: they
+        are held for the next output."""
         events: list[Event] = []
-        pending: list[str] = []
+        pending: list[str] = self._blank  # empty lines held from before
 
         def flush() -> None:
-            if any(pending):  # not a section of nothing but line breaks
+            if any(pending):
                 events.append(Output("\n".join(pending)))
-            pending.clear()
+                pending.clear()
+            # Only empty lines: no section of nothing; they go with the
+            # next output (or at the end), so no line break is lost.
 
         for line in block.split("\n"):
             match = self.pattern.search(line) if self.pattern else None
@@ -116,7 +120,8 @@ class WrappedProtocol:
         return events
 
     def close(self) -> list[Event]:
-        return []
+        blank, self._blank = self._blank, []
+        return [Output("\n".join(blank))] if blank else []
 
     def ending(self, returncode: Optional[int], stderr_tail: str,
                args: Sequence[str]) -> tuple[list[Event], int]:

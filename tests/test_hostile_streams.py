@@ -29,7 +29,7 @@ import threading
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import example, HealthCheck, given, settings
 from hypothesis import strategies as st
 from markdown_it import MarkdownIt
 from markdown_it.common import utils as md_utils
@@ -383,6 +383,8 @@ WRITE_FILE = ("import os, sys\n"
 
 @fuzz
 @given(payloads=st.lists(PAYLOAD, min_size=1, max_size=BATCH))
+@example(payloads=[b"\n## AI Directive\r"])  # a blank line read alone
+@example(payloads=[b"\n\n", b"x\n"])
 def test_fuzz_wrapped_program_stdout_is_only_output(project, tmp_path,
                                                     payloads):
     project.add_wrapped("wrapped", ["{python}", "-c", WRITE_FILE],
