@@ -45,7 +45,8 @@ import time
 
 from acor._safefs import Folder, Unsafe
 
-FORMAT = 3  # 3: package and user tools dirs; specs with origin, args, usage
+FORMAT = 4  # 4: package and user tools dirs; specs with origin, args, usage;
+# overrides of package tools
 MAX_BYTES = 8 << 20
 # Racy-timestamp guard (as git does for its index): a file changed twice
 # within one filesystem timestamp tick, with the same size, would look

@@ -34,9 +34,11 @@ class Skipped(Record):
 
 
 class Shadowed(Record):
-    """A tool hidden by an earlier one with the same name."""
+    """A tool hidden by an earlier one with the same name. ``override``:
+    a project or user tool that replaces a package's on purpose (not a
+    problem); otherwise two manifests of one source claim the name."""
 
-    __slots__ = ("name", "winner_path", "loser_path")
+    __slots__ = ("name", "winner_path", "loser_path", "override")
 
 
 class Registry:
@@ -150,7 +152,9 @@ def scan(config, fingerprint=None):
             else:
                 registry.shadowed.append(Shadowed(
                     name=spec.name, winner_path=winner.path,
-                    loser_path=spec.path))
+                    loser_path=spec.path,
+                    override=origin.startswith("package ") and
+                    not (winner.origin or "").startswith("package ")))
     return registry
 
 

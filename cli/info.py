@@ -103,8 +103,10 @@ def echo_problems(reg) -> None:
     if reg.shadowed:
         click.echo("\nShadowed tools (the first tools dir wins):")
         for s in reg.shadowed:
+            why = " (an override of a package's tool: fine)" \
+                if s.override else ""
             click.echo(f"  {s.name}: {quote(s.loser_path)} is hidden by "
-                       f"{quote(s.winner_path)}")
+                       f"{quote(s.winner_path)}{why}")
 
 
 def doctor_report(reg) -> dict:
@@ -123,7 +125,8 @@ def doctor_report(reg) -> dict:
             "warnings": warnings,
             "skipped": [s.to_dict() for s in reg.skipped],
             "shadowed": [{"name": s.name, "winner": s.winner_path,
-                          "loser": s.loser_path} for s in reg.shadowed]}
+                          "loser": s.loser_path, "override": s.override}
+                         for s in reg.shadowed]}
 
 
 @click.command()
@@ -136,7 +139,7 @@ def doctor(ctx, as_json):
     reg = registry(ctx)
     data = doctor_report(reg)
     problems = len(data["warnings"]) + len(data["skipped"]) + \
-        len(data["shadowed"])
+        len([s for s in reg.shadowed if not s.override])
     if wants_json(ctx, as_json):
         data["problems"] = problems
         echo_json(data)
@@ -150,7 +153,7 @@ def doctor(ctx, as_json):
         click.echo(f"tools:      {data['tools']} found")
         echo_problems(reg)
         click.echo(f"\n{problems} problem(s) found." if problems
-                   else "No problems found.")
+                   else "\nNo problems found.")
     ctx.exit(exitcodes.FAILED if problems else exitcodes.OK)
 
 

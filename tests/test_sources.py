@@ -169,3 +169,24 @@ def test_the_bundled_wrappers_are_found_from_any_directory(tmp_path):
                           cwd=tmp_path, env=base_env(tmp_path),
                           capture_output=True, text=True, timeout=60)
     assert json.loads(proc.stdout)["tools"] == []
+
+
+def test_a_project_tool_overriding_a_packaged_one_is_no_problem(tmp_path):
+    """A project may replace a bundled wrapper on purpose: doctor shows
+    it, and it is not a problem (exit 0)."""
+    tools = tmp_path / "proj" / "tools"
+    tools.mkdir(parents=True)
+    (tools / "pytest.json").write_text(json.dumps(
+        {"name": "pytest", "description": "our own", "command": ["true"]}))
+    proc = subprocess.run([sys.executable, "-m", "acor", "doctor", "--json"],
+                          cwd=tmp_path / "proj", env=packages_on(tmp_path),
+                          capture_output=True, text=True, timeout=60)
+    report = json.loads(proc.stdout)
+    [override] = [s for s in report["shadowed"] if s["name"] == "pytest"]
+    assert override["override"] is True
+    assert override["winner"] == str(tools / "pytest.json")
+    # (Another test's demo package may be installed meanwhile, with its
+    # broken entry points: those are problems, the override is not.)
+    assert report["problems"] == len(report["warnings"]) + \
+        len(report["skipped"])
+    assert proc.returncode == (1 if report["problems"] else 0)
