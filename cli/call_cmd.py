@@ -16,15 +16,6 @@ import click
 
 from .errors import UsageError
 
-# What a tool without an argument schema takes: its argv, verbatim.
-ARGV_SCHEMA = {"type": "object",
-               "properties": {"argv": {"type": "array",
-                                       "items": {"type": "string"},
-                                       "x-acor": {"flag": "--",
-                                                  "repeat": True}}},
-               "additionalProperties": False}
-
-
 def call_argv(spec, values) -> list[str]:
     """The argv for ``values`` (a JSON object) under ``spec``'s schema;
     raises :class:`UsageError` listing every violation."""

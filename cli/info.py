@@ -162,7 +162,7 @@ def framing_note(spec) -> str:
     if spec.kind == "wrapped":
         return ("none: a wrapped program writes no sections; all it prints "
                 "is relayed as Output")
-    if spec.argv[0] != spec.argv[-1] or spec.argv[-1].endswith(".py"):
+    if spec.argv[-1].endswith(".py"):  # run by acor's own interpreter
         return ("framed: the library takes the run's token from an "
                 "inherited pipe when imported; programs the tool starts "
                 "cannot frame sections")
