@@ -17,13 +17,11 @@ import os
 import sys
 import time
 
-from acor import grammar
-from acor.events import Event
-from acor.jsonlines import SCHEMA_VERSION, dumps
-
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Callable, Optional
+
+    from acor.events import Event
 
 # Events whose JSON holds nothing but strings (and the launcher's keys):
 # the bulk of a flood, and safe for a compiled encoder (see JsonSink).
@@ -59,6 +57,14 @@ def write_all(out, data: bytes) -> None:
     out.flush()
 
 
+def render(event: Event) -> str:
+    """The event's ACOR Markdown section. The grammar is imported on the
+    first call, so that a run spends the time it takes while its tool
+    starts up (see :func:`cli.runner.run`), not before."""
+    from acor.grammar import render as render_section
+    return render_section(event)
+
+
 def write_stderr(text: str) -> None:
     """Best effort: acor's stderr may be closed or gone, and that must not
     change the run's exit code (the transcript decides it)."""
@@ -80,7 +86,42 @@ def _late_note(tool: str, event: Event, said: set) -> None:
     if event.type == "error" and event.title.endswith(": stopped"):
         write_stderr(f"acor: {event.title} ({event.code})\n")
         return
-    write_stderr(grammar.render(event) if event.type != "stderr" else "")
+    write_stderr(render(event) if event.type != "stderr" else "")
+
+
+_ENCODERS: list = []  # [orjson.dumps or None, jsonlines.dumps, SCHEMA_VERSION]
+
+
+def _json_encoders() -> list:
+    """Loaded on the first line, once the tool is starting up."""
+    if not _ENCODERS:
+        from acor.jsonlines import SCHEMA_VERSION, dumps
+        try:  # a compiled encoder, 5x faster on a flood; optional
+            from orjson import dumps as fast
+        except ImportError:
+            fast = None
+        _ENCODERS[:] = [fast, dumps, SCHEMA_VERSION]
+    return _ENCODERS
+
+
+def json_line(record: dict, finite: bool = False) -> bytes:
+    """``record`` as one line of strict JSON: :func:`acor.jsonlines.dumps`,
+    or the same JSON from orjson, 5x faster, when ``finite`` (the caller
+    knows every float in ``record`` is finite: orjson writes NaN as null)
+    and orjson's line needs none of dumps' repairs: no lone surrogate
+    (orjson refuses it), no integer past 64 bits, no key that is not a
+    string, no raw U+2028, U+2029 or U+0085 (valid JSON, but a line break
+    to JavaScript and ``str.splitlines``)."""
+    fast, dumps, _ = _json_encoders()
+    if finite and fast is not None:
+        try:
+            data = fast(record)
+        except (TypeError, ValueError):
+            data = None
+        if data is not None and (data.isascii() or not any(
+                b in data for b in _LINE_BREAKS)):
+            return data
+    return dumps(record).encode("utf-8")
 
 
 class _Format:
@@ -117,7 +158,7 @@ class MarkdownSink(_Format):
         self._after_text = False
 
     def emit(self, event: Event) -> None:
-        text = grammar.render(event)
+        text = render(event)
         is_text = event.type in ("text", "unknown")
         if self._after_text and not is_text:
             # Raw text ends in a blank line before the next section: text
@@ -140,39 +181,17 @@ class JsonSink(_Format):
         self.tool = tool
         self.seq = 0
         self._stderr_left = STDERR_EVENT_LIMIT
-        try:  # a compiled encoder, 5x faster on a flood; optional
-            import orjson
-            self._fast = orjson.dumps
-        except ImportError:
-            self._fast = None
         self._stderr_cut = 0
-        self._late: set = set()
 
     def _write(self, record: dict) -> None:
         self.seq += 1
-        record["v"] = SCHEMA_VERSION
+        record["v"] = _json_encoders()[2]
         record["seq"] = self.seq
         record["time"] = round(time.time(), 6)
         record.setdefault("tool", self.tool)
-        data = None
-        if self._fast is not None and record["type"] in _STRING_EVENTS:
-            data = self._fast_line(record)
-        if data is None:
-            data = dumps(record).encode("utf-8")
-        write_all(self.out, data + b"\n")
-
-    def _fast_line(self, record: dict):
-        """orjson's line for a record of strings, or None where its output
-        would differ from :func:`acor.jsonlines.dumps`: a lone surrogate
-        (orjson refuses it) or a raw U+2028, U+2029 or U+0085 (valid JSON,
-        but a line break to JavaScript and ``str.splitlines``)."""
-        try:
-            data = self._fast(record)
-        except (TypeError, ValueError):
-            return None
-        if not data.isascii() and any(b in data for b in _LINE_BREAKS):
-            return None
-        return data
+        # Only strings and the launcher's own numbers: the bulk of a flood.
+        finite = record["type"] in _STRING_EVENTS
+        write_all(self.out, json_line(record, finite) + b"\n")
 
     def emit(self, event: Event) -> None:
         self._write(event.to_dict())

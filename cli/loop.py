@@ -21,6 +21,7 @@ from acor.events import Error, Event, Status
 
 from . import process
 from .process import ToolProcess
+from .signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -40,49 +41,6 @@ TAIL_LINES = 20
 FINAL_CODES = {"complete": exitcodes.OK, "failed": exitcodes.FAILED,
                "cancelled": exitcodes.CANCELLED,
                "input_needed": exitcodes.INPUT_NEEDED}
-
-
-class Cancel:
-    """Stops a run from any thread, or from a signal handler: ``set()``
-    forwards ``signum`` to the tool's group (TERM by default), then KILL
-    after the grace period; a second ``set()`` kills at once. A pipe wakes
-    the relay loop, so a cancel is acted on immediately."""
-
-    def __init__(self) -> None:
-        self._read, self._write = os.pipe()
-        os.set_blocking(self._read, False)
-        os.set_blocking(self._write, False)
-        self.signum: Optional[int] = None
-        self.count = 0
-
-    def set(self, signum: int = signal.SIGTERM) -> None:
-        if self.signum is None:
-            self.signum = signum
-        self.count += 1
-        try:
-            os.write(self._write, b"!")
-        except OSError:
-            pass  # full or closed: the loop is awake or gone already
-
-    def is_set(self) -> bool:
-        return self.count > 0
-
-    def fileno(self) -> int:
-        return self._read
-
-    def drain(self) -> None:
-        try:
-            while os.read(self._read, 512):
-                pass
-        except OSError:
-            pass
-
-    def close(self) -> None:
-        for fd in (self._read, self._write):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
 
 
 class Ending:

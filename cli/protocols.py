@@ -16,10 +16,8 @@ means, and how a run that ended without a final status ends.
 from __future__ import annotations
 
 import os
-import shlex
 
 from acor import exitcodes, framing
-from acor.decode import StreamDecoder
 from acor.events import Error, Event, Output, Progress, Status
 
 from .process import signal_name
@@ -28,13 +26,15 @@ TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Optional, Sequence
 
+    from acor.decode import StreamDecoder
+
 
 class AcorProtocol:
     """A tool that speaks ACOR through the library: framed sections."""
 
     def __init__(self) -> None:
         self.token = framing.new_token()
-        self.decoder = StreamDecoder(self.token)
+        self.decoder: Optional[StreamDecoder] = None  # built once spawned
         self._fd: Optional[int] = None
 
     def env(self) -> dict[str, str]:
@@ -47,19 +47,23 @@ class AcorProtocol:
         return () if self._fd is None else (self._fd,)
 
     def spawned(self) -> None:
-        """The tool holds its copy of the pipe now: close ours."""
+        """The tool holds its copy of the pipe now: close ours, and build
+        the decoder (importing the grammar) while the tool starts up."""
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+        from acor.decode import StreamDecoder
+        self.decoder = StreamDecoder(self.token)
 
     def start(self) -> list[Event]:
         return []
 
     def feed(self, block: str) -> list[Event]:
+        assert self.decoder is not None, "feed() before spawned()"
         return self.decoder.feed(block)
 
     def close(self) -> list[Event]:
-        return self.decoder.close()
+        return self.decoder.close() if self.decoder is not None else []
 
     def ending(self, returncode: Optional[int], stderr_tail: str,
                args: Sequence[str]) -> tuple[list[Event], int]:
@@ -132,6 +136,7 @@ class WrappedProtocol:
             what = f"was killed by {signal_name(-returncode)}"
         else:
             what = f"exited with code {returncode}"
+        import shlex  # only a failed wrapped run pays for it
         quoted = shlex.join(args)
         message = known.get("message") or f"{self.spec.name} {what}"
         recovery = known.get("recovery") or (
@@ -151,6 +156,7 @@ def expand_argv(template: str, args: Sequence[str]) -> list[str]:
     """A manifest's ``next`` template as an argv: split like a shell would,
     then each word ``{args}`` replaced by the run's arguments, as they are
     (never re-split)."""
+    import shlex
     argv: list[str] = []
     for word in shlex.split(template):
         if word == "{args}":

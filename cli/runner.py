@@ -30,8 +30,8 @@ from acor.events import Error, Event, Status
 from . import process
 from .errors import LauncherError, config_error, invalid_manifest, \
     unknown_tool
-from .loop import Cancel, Relay
 from .result import Collector, RunResult
+from .signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -143,9 +143,8 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         collector.emit(Status("cancelled"))
         return collector.finish(exitcodes.CANCELLED, "cancelled",
                                 time.monotonic() - started, policy)
-    if reap_orphans:  # acor is the whole process: tune it for relaying
+    if reap_orphans:  # acor is the whole process: its orphans are its own
         reap_orphans = process.adopt_orphans()
-        process.tune_allocator()
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
     argv = [sys.executable if word == "{python}" else word
@@ -165,6 +164,12 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
             "executable.", ["acor", "show", spec.name]), exitcodes.FAILED,
             started)
     protocol.spawned()
+    # From here on the tool starts up (tens of ms for a Python tool) while
+    # acor imports and builds what relaying needs: the relay loop, the
+    # decoder and the grammar are loaded now, in that time, not before.
+    from .loop import Relay
+    if reap_orphans:
+        process.tune_allocator()  # for the buffers to come
     relay = Relay(proc, protocol, collector, name=spec.name,
                   args=policy.args, timeout=policy.timeout,
                   idle_timeout=policy.idle_timeout, cancel=cancel,
