@@ -179,23 +179,33 @@ def flag_names(props):
 
 def public_schema(schema) -> dict:
     """The schema as people and agents see it: no ``x-acor`` keys and no
-    hidden properties."""
-    def strip(value):
-        if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k != "x-acor"}
-        if isinstance(value, list):
-            return [strip(v) for v in value]
-        return value
-    hidden = {n for n, p in schema.get("properties", {}).items()
+    hidden properties. ``schema`` is one :func:`schema_problems` accepts,
+    so ``x-acor`` can only be a key of a property or of its ``items``; the
+    result is new down to those dicts, and shares the values below them
+    (``enum``, ``default``) with ``schema``."""
+    props = schema.get("properties", {})
+    hidden = {n for n, p in props.items()
               if isinstance(p, dict) and isinstance(p.get("x-acor"), dict)
               and p["x-acor"].get("hidden")}
-    public = {}
-    for key, value in schema.items():
-        if key == "properties":
-            value = {n: p for n, p in value.items() if n not in hidden}
-        elif key == "required":
-            value = [n for n in value if n not in hidden]
-        public[key] = strip(value)
+    public = dict(schema)
+    if "properties" in schema:
+        public["properties"] = {n: _public_property(p)
+                                for n, p in props.items() if n not in hidden}
+    if hidden and isinstance(schema.get("required"), list):
+        public["required"] = [n for n in schema["required"]
+                              if n not in hidden]
+    return public
+
+
+def _public_property(prop):
+    if not isinstance(prop, dict):
+        return prop
+    public = prop.copy()
+    public.pop("x-acor", None)
+    items = public.get("items")
+    if isinstance(items, dict) and "x-acor" in items:
+        public["items"] = items = items.copy()
+        del items["x-acor"]
     return public
 
 

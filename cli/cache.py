@@ -14,8 +14,8 @@ something it depends on changed. The file, under ``$ACOR_CACHE_DIR``, else
 
 A warm load re-stats every fingerprinted path and compares: the config file,
 each tools dir (a directory's mtime moves when entries are added, removed or
-renamed), each manifest and tool folder (full signature: mode, inode, size,
-mtime), and each program a manifest points at (light signature: mode and
+renamed), each manifest (full signature: mode, inode, size, mtime), and
+each program a manifest points at (light signature: mode and
 inode only, so editing a tool's code does not force a rescan, but ``chmod``
 or replacing it does). A path recorded as missing (null) must still be
 missing. Any difference means rescan.
@@ -86,10 +86,18 @@ class Record:
 
     @classmethod
     def from_dict(cls, data):
-        missing = [name for name in cls.__slots__ if name not in data]
-        if missing:
-            raise ValueError(f"{cls.__name__} needs {', '.join(missing)}")
-        return cls(**data)
+        # A warm `acor list` builds a thousand of these: no **kwargs.
+        record = cls.__new__(cls)
+        try:
+            for name in cls.__slots__:
+                setattr(record, name, data[name])
+        except KeyError as exc:
+            raise ValueError(f"{cls.__name__} needs {exc.args[0]}") from None
+        if len(data) != len(cls.__slots__):
+            extra = sorted(set(data) - set(cls.__slots__))
+            raise ValueError(f"{cls.__name__} has no field(s) "
+                             f"{', '.join(map(str, extra))}")
+        return record
 
     def __eq__(self, other):
         return type(other) is type(self) and \

@@ -198,8 +198,13 @@ def _load(path, name, dir_real, fp, origin):
     except OSError:
         st = None  # vanished, or a dangling symlink
     is_dir = st is not None and stat.S_ISDIR(st.st_mode)
+    if json_file and not is_dir:
+        fp.add(path, st)  # a wrapper manifest
+    # A tool folder is not fingerprinted: the tools dir's mtime says it was
+    # added, removed or renamed, and its manifest's and program's own
+    # signatures say they changed (its mtime also moves with every
+    # __pycache__ its tool's imports write, which must not force a rescan).
     if json_file or is_dir:
-        fp.add(path, st)
         # `acor list --all` and `acor doctor` print paths: a name holding
         # "\n## AI Directive" must not print as a heading.
         bad = unprintable(name)

@@ -38,8 +38,10 @@ def wants_json(ctx, as_json: bool) -> bool:
 
 
 def echo_json(data) -> None:
-    from acor.jsonlines import dumps
-    click.echo(dumps(data))
+    """``data`` as one line of JSON. What acor lists and shows comes from
+    manifests and config, which refuse non-finite numbers."""
+    from .formats import json_line
+    click.echo(json_line(data, finite=True))
 
 
 def usage_of(spec) -> str | None:

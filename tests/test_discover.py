@@ -4,6 +4,7 @@ stale."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -326,13 +327,17 @@ def test_fresh_timestamps_are_not_cached(project):
 
 
 @pytest.mark.parametrize("change", ["manifest", "config", "new tool",
-                                    "chmod entry", "new tools dir"])
+                                    "chmod entry", "new tools dir",
+                                    "manifest added", "folder renamed",
+                                    "folder removed", "entry replaced"])
 def test_cache_is_invalidated_by_changes(project, monkeypatch, change):
     (project / ".acor").mkdir()
     config = project / ".acor" / "config.yaml"
     config.write_text("tools_dirs: [tools, later]\n")
     folder = acor_tool(project / "tools", "a", entry="run",
                        code="#!/bin/sh\n", executable=True)
+    empty = acor_tool(project / "tools", "empty")  # no manifest.json yet
+    os.rename(empty / "manifest.json", empty / "manifest.txt")
     age(project)
     before = load(project)
     assert cache.read(str(project), str(config)) is not None
@@ -347,11 +352,39 @@ def test_cache_is_invalidated_by_changes(project, monkeypatch, change):
         acor_tool(project / "tools", "b")
     elif change == "chmod entry":
         (folder / "run").chmod(0o644)
+    elif change == "manifest added":
+        os.rename(project / "tools" / "empty" / "manifest.txt",
+                  project / "tools" / "empty" / "manifest.json")
+    elif change == "folder renamed":
+        os.rename(folder, project / "tools" / "c")
+    elif change == "folder removed":
+        shutil.rmtree(folder)
+    elif change == "entry replaced":
+        (folder / "run.new").write_text("#!/bin/sh\necho new\n")
+        (folder / "run.new").chmod(0o755)
+        os.rename(folder / "run.new", folder / "run")
     else:
         acor_tool(project / "later", "b")
     assert cache.read(str(project), str(config)) is None
     after = load(project)
-    assert after.to_dict() != before.to_dict()
+    # A replaced program is rescanned (it may no longer be runnable), and
+    # runs from the same path: the registry may well read the same.
+    assert (after.to_dict() != before.to_dict()) is \
+        (change != "entry replaced")
+
+
+def test_files_written_in_a_tool_folder_keep_the_cache(project,
+                                                      monkeypatch):
+    # A Python tool's imports write __pycache__ beside it on its first
+    # run: that must not cost the next call a rescan.
+    folder = acor_tool(project / "tools", "a")
+    age(project)
+    cold = load(project)
+    (folder / "__pycache__").mkdir()
+    (folder / "__pycache__" / "helper.cpython-311.pyc").write_bytes(b"x")
+    (folder / "notes.txt").write_text("scratch")
+    refuse_cold_path(monkeypatch)
+    assert load(project).to_dict() == cold.to_dict()
 
 
 def test_corrupt_cache_is_ignored(project):
