@@ -18,8 +18,7 @@ import stat
 from . import cache
 from .cache import Record
 from .config import Config, ConfigError, config_root, find_config, read_config
-from .manifest import (ManifestError, ToolSpec, acor_spec, check_inside,
-                       unprintable, wrapped_spec)
+from .spec import ToolSpec
 from .textsafe import printable
 
 __all__ = ["Registry", "Skipped", "Shadowed", "ToolSpec", "load_registry",
@@ -116,6 +115,7 @@ def load_registry(cwd=None, config_path=None):
 def scan(config, fingerprint=None):
     """Read every tools dir of ``config``; record what was looked at in
     ``fingerprint`` (a :class:`cli.cache.Fingerprint`)."""
+    from .manifest import ManifestError  # the cold path's checkers
     fp = cache.Fingerprint() if fingerprint is None else fingerprint
     registry = Registry(config)
     for tools_dir, origin in sources(config, registry, fp):
@@ -192,6 +192,8 @@ def _project_origin(tools_dir, root):
 def _load(path, name, dir_real, fp, origin):
     """The ToolSpec at ``path`` (an entry of a tools dir), None if it is
     not a manifest at all; raises ManifestError for a bad one."""
+    from .manifest import (ManifestError, acor_spec, check_inside,
+                           unprintable, wrapped_spec)
     json_file = name.endswith(".json")
     try:
         st = os.stat(path)

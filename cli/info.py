@@ -44,20 +44,11 @@ def echo_json(data) -> None:
     click.echo(json_line(data, finite=True))
 
 
-def usage_of(spec) -> str | None:
-    """The usage line: the manifest's, or the one discovery derived from
-    its argument schema (see :func:`cli.manifest._usage`)."""
-    return spec.usage
-
-
 def tool_record(spec) -> dict:
     record = {"name": spec.name, "version": spec.version, "kind": spec.kind,
               "description": spec.description, "path": spec.path,
-              "origin": spec.origin, "usage": usage_of(spec),
-              "args": None, "annotations": spec.annotations}
-    if spec.args_schema:
-        from acor.args import public_schema
-        record["args"] = public_schema(spec.args_schema)
+              "origin": spec.origin, "usage": spec.usage,
+              "args": spec.args_public, "annotations": spec.annotations}
     return record
 
 
@@ -200,7 +191,7 @@ def show(ctx, tool, as_json):
     click.echo(f"{spec.name} {printable(spec.version)} ({spec.kind})")
     click.echo(f"  {printable(spec.description)}")
     click.echo(f"  path:    {quote(spec.path)}")
-    usage = usage_of(spec)
+    usage = spec.usage
     if usage:
         click.echo(f"  usage:   {printable(usage)}")
     click.echo(f"  framing: {framing_note(spec)}")

@@ -1,4 +1,5 @@
-"""Manifests: what each field must be, and a checked :class:`ToolSpec`.
+"""Manifests: what each field must be, and a checked
+:class:`cli.spec.ToolSpec`.
 
 Two kinds of manifest live in a tools dir:
 
@@ -25,8 +26,8 @@ import re
 import stat
 import sys
 
-from .cache import Record
 from .fields import ACOR_FIELDS, WRAPPED_FIELDS, is_name
+from .spec import ToolSpec
 from .textsafe import printable, quote
 
 MAX_MANIFEST_BYTES = 256 * 1024
@@ -36,17 +37,6 @@ DEFAULT_VERSION = "1.0.0"
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
-
-
-class ToolSpec(Record):
-    """A runnable tool. ``argv`` is complete but for the user's arguments;
-    ``path`` is the tool folder (acor) or the manifest file (wrapped);
-    ``origin`` says where it was found (a tools dir, a package)."""
-
-    __slots__ = ("name", "version", "description", "kind", "path",
-                 "manifest_path", "argv", "timeout", "idle_timeout", "usage",
-                 "progress_pattern", "errors", "cwd_mode", "warnings",
-                 "args_schema", "stdin", "examples", "annotations", "origin")
 
 
 class ManifestError(Exception):
@@ -73,7 +63,8 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
         manifest_path=manifest, argv=argv, timeout=data.get("timeout"),
         idle_timeout=data.get("idle_timeout"), usage=_usage(data),
         errors={}, cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
-        args_schema=data.get("args"), stdin=data.get("stdin", False),
+        args_schema=data.get("args"), args_public=_public(data),
+        stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
         origin=origin)
 
@@ -100,7 +91,8 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
         idle_timeout=data.get("idle_timeout"), usage=_usage(data),
         progress_pattern=pattern, errors=data.get("errors", {}),
         cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
-        args_schema=data.get("args"), stdin=data.get("stdin", False),
+        args_schema=data.get("args"), args_public=_public(data),
+        stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
         origin=origin)
 
@@ -112,6 +104,14 @@ def _usage(data: dict):
         return data.get("usage")
     from acor.args import usage
     return usage(f"acor {data['name']}", data["args"])
+
+
+def _public(data: dict):
+    """The args schema as agents see it, derived once, here."""
+    if not data.get("args"):
+        return None
+    from acor.args import public_schema
+    return public_schema(data["args"])
 
 
 _PATTERN_FIX = ('Write a Python regex whose group (?P<percent>...) captures '

@@ -124,7 +124,7 @@ def mcp_tool(spec) -> dict:
         description += f"\n\nUsage: {spec.usage}\nPass the arguments after " \
                        f"the tool name as \"argv\"."
     tool = {"name": spec.name, "description": description,
-            "inputSchema": input_schema(args)}
+            "inputSchema": input_schema(spec.args_public if args else None)}
     annotations = tool_annotations(spec)
     if annotations:
         tool["annotations"] = annotations
@@ -136,12 +136,12 @@ def tool_args(spec) -> dict | None:
     return spec.args_schema or None
 
 
-def input_schema(args: dict | None) -> dict:
-    """What a client validates its arguments against."""
-    if args is None:
+def input_schema(public: dict | None) -> dict:
+    """What a client validates its arguments against: the tool's public
+    args schema (see :class:`cli.spec.ToolSpec`), else an argv."""
+    if public is None:
         return ARGV_SCHEMA
-    from acor.args import public_schema
-    schema = public_schema(args)
+    schema = dict(public)
     schema.setdefault("type", "object")
     return schema
 

@@ -6,6 +6,7 @@ import threading
 import time
 from types import SimpleNamespace
 
+from acor.args import public_schema
 from acor.cli.manifest import ToolSpec
 from acor.cli.result import RunResult
 from acor.events import Error, InputNeeded, Output, OutputData
@@ -48,6 +49,7 @@ class FakeRun:
 def spec(name, description="a test tool", args=None, annotations=None,
          usage=None):
     return ToolSpec(name=name, description=description, args_schema=args,
+                    args_public=public_schema(args) if args else None,
                     annotations=annotations, usage=usage, version="1.0.0",
                     kind="acor", cwd_mode="invocation")
 

@@ -3,6 +3,7 @@ beside them keep working, and the cache serves warm runs without going
 stale."""
 
 import json
+import marshal
 import os
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from acor.cli import cache, discover
+from acor.cli import cache, discover, sources
 from acor.cli.discover import Registry, load_registry
 
 REPO = Path(__file__).resolve().parent.parent
@@ -311,7 +312,7 @@ def test_second_load_is_served_from_the_cache(project, monkeypatch):
     age(project)
     cold = load(project)
     files = os.listdir(cache.cache_dir())
-    assert any(f.startswith("registry-") and f.endswith(".json")
+    assert any(f.startswith("registry-") and f.endswith(".marshal")
                for f in files)
     refuse_cold_path(monkeypatch)
     warm = load(project / "tools")  # cwd below the root: same project
@@ -392,12 +393,46 @@ def test_corrupt_cache_is_ignored(project):
     age(project)
     load(project)
     path = cache.cache_path(str(project), None)
-    for junk in (b"{not json", b"[]", b'{"format": 1}', b"\xff" * 10,
-                 json.dumps({"format": cache.FORMAT, "key": [str(project),
-                             None, sys.executable], "fingerprint": [],
-                             "payload": {"tools": 5}}).encode()):
+    good = Path(path).read_bytes()
+    key = [str(project), None, sys.executable, sources.user_tools_dir(),
+           sources.packages_searched()]
+    for junk in (b"{not json", b"", b"\xff" * 10, marshal.dumps([]),
+                 marshal.dumps({"format": 1}),
+                 marshal.dumps(compile("1", "x", "eval")),
+                 marshal.dumps({"format": cache.FORMAT, "key": key,
+                                "fingerprint": [], "payload": {"tools": 5}}),
+                 marshal.dumps({"format": cache.FORMAT, "key": key,
+                                "fingerprint": 7, "payload": {}}),
+                 good[:len(good) // 2], good[:-1]):
         Path(path).write_bytes(junk)
         assert list(load(project).tools) == ["a"]
+
+
+@settings(max_examples=EXAMPLES, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_a_damaged_cache_file_never_breaks_discovery(project, data):
+    # Torn writes cannot happen (temp file + rename), but a disk can still
+    # hand back damaged bytes: cut short, or with bytes changed. Whatever
+    # marshal makes of them, discovery answers, and a file that cannot be
+    # the cache is a miss.
+    if not (project / "tools" / "a").exists():
+        acor_tool(project / "tools", "a")
+        age(project)
+    path = Path(cache.cache_path(str(project), None))
+    path.unlink(missing_ok=True)
+    load(project)  # a miss: writes the file afresh
+    good = path.read_bytes()
+    blob = bytearray(good[:data.draw(st.integers(0, len(good)))])
+    for _ in range(data.draw(st.integers(0, 4))):
+        if blob:
+            blob[data.draw(st.integers(0, len(blob) - 1))] = \
+                data.draw(st.integers(0, 255))
+    path.write_bytes(bytes(blob))
+    registry = load(project)
+    assert set(registry.tools) <= {"a"}
+    if len(blob) < len(good):
+        assert list(registry.tools) == ["a"]
 
 
 def test_no_cache_env_and_unwritable_cache_dir(project, tmp_path,
