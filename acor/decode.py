@@ -178,7 +178,8 @@ class StreamDecoder:
         reported as cut, never merged."""
         at = self._find_mark(block, pos, anywhere=True)
         if at < 0:
-            self._collect(block[pos:] + "\n")
+            self._collect(block[pos:] if pos else block)
+            self._collect("\n")
             return len(block) + 1
         self._collect(block[pos:at])
         eol = block.find("\n", at)

@@ -58,9 +58,8 @@ def write_all(out, data: bytes) -> None:
 
 
 def render(event: Event) -> str:
-    """The event's ACOR Markdown section. The grammar is imported on the
-    first call, so that a run spends the time it takes while its tool
-    starts up (see :func:`cli.runner.run`), not before."""
+    """The event's ACOR Markdown section. The grammar is imported once the
+    tool is starting up (:meth:`_Format.started`), not before."""
     from acor.grammar import render as render_section
     return render_section(event)
 
@@ -93,7 +92,7 @@ _ENCODERS: list = []  # [orjson.dumps or None, jsonlines.dumps, SCHEMA_VERSION]
 
 
 def _json_encoders() -> list:
-    """Loaded on the first line, once the tool is starting up."""
+    """Loaded once the tool is starting up (:meth:`JsonSink.started`)."""
     if not _ENCODERS:
         from acor.jsonlines import SCHEMA_VERSION, dumps
         try:  # a compiled encoder, 5x faster on a flood; optional
@@ -137,6 +136,12 @@ class _Format:
 
     def late(self, tool: str, event: Event) -> None:
         _late_note(tool, event, self._late)
+
+    def started(self) -> None:
+        """The tool is starting up: load what writing needs now, in that
+        time, so that no section waits for an import (see
+        :func:`cli.runner.run`)."""
+        from acor import grammar  # noqa: F401  (render's, and late notes')
 
     def result(self, result) -> None:
         pass
@@ -182,6 +187,10 @@ class JsonSink(_Format):
         self.seq = 0
         self._stderr_left = STDERR_EVENT_LIMIT
         self._stderr_cut = 0
+
+    def started(self) -> None:
+        super().started()
+        _json_encoders()
 
     def _write(self, record: dict) -> None:
         self.seq += 1
@@ -295,6 +304,9 @@ class Coalescer:
             event, self._held = self._held, None
             self._last = time.monotonic()
             self.sink.emit(event)
+
+    def started(self) -> None:
+        self.sink.started()
 
     def stderr(self, data: bytes) -> None:
         self.sink.stderr(data)

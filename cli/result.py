@@ -105,6 +105,12 @@ class Collector:
         if relay is not None:
             relay(data)
 
+    def started(self) -> None:
+        """The tool was spawned: the sink may load what it needs now."""
+        started = getattr(self.sink, "started", None)
+        if started is not None:
+            started()
+
     def late(self, event: Event) -> None:
         """An event after the transcript ended: not part of it."""
         relay = getattr(self.sink, "late", None)

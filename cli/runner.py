@@ -168,6 +168,7 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     # acor imports and builds what relaying needs: the relay loop, the
     # decoder and the grammar are loaded now, in that time, not before.
     from .loop import Relay
+    collector.started()
     if reap_orphans:
         process.tune_allocator()  # for the buffers to come
     relay = Relay(proc, protocol, collector, name=spec.name,

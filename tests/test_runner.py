@@ -218,3 +218,41 @@ def test_errors_carry_their_codes(tools):
     result = run("bad")
     assert result.errors == [Error("it broke", "E_NOPE", None, "fix it")]
     assert (result.exit_code, result.error_code) == (1, "E_NOPE")
+
+
+class RecordingSink:
+    """A sink that records started() and each event, in order."""
+
+    def __init__(self):
+        self.calls = []
+
+    def started(self):
+        self.calls.append("started")
+
+    def emit(self, event):
+        self.calls.append(event.type)
+
+    def due(self):
+        return None
+
+    def tick(self):
+        pass
+
+
+def test_a_sink_is_told_the_tool_started_before_any_event(tools):
+    # A format loads its encoders in started(), while the tool starts up,
+    # so that no section waits for an import: once, before the first event.
+    tools.add_tool("ok", OK)
+    sink = RecordingSink()
+    assert run("ok", sink=sink).exit_code == 0
+    assert sink.calls == ["started", "status", "progress", "output_data",
+                          "status"]
+
+
+@pytest.mark.parametrize("name", ["nope", "missing-program"])
+def test_a_tool_that_never_starts_is_not_reported_started(tools, name):
+    tools.add_wrapped("missing-program", ["/nonexistent/acor-test/prog"])
+    sink = RecordingSink()
+    result = run(name, sink=sink)
+    assert result.exit_code != 0
+    assert sink.calls == ["error", "status"]
