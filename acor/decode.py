@@ -39,27 +39,34 @@ class LineReader:
         self._hold = b""       # while dropping: a tail that may begin a mark
 
     def feed(self, data):
-        if len(data) <= SLICE:
-            return self._feed(data)
-        # Reads can be large (the pipe is widened); slicing keeps the point
-        # where a long line is cut the same whatever the read size.
+        # Reads can be large (the pipe is widened); taking them a slice at
+        # a time keeps the point where a long line is cut the same whatever
+        # the read size. Slices are views: a flood's bytes are copied once,
+        # by the decoding, not once more for each step.
         blocks = []
+        view = memoryview(data)
         for at in range(0, len(data), SLICE):
-            blocks += self._feed(data[at:at + SLICE])
+            self._feed(data, view, at, min(at + SLICE, len(data)), blocks)
         return blocks
 
-    def _feed(self, data):
-        blocks = []
+    def _feed(self, data, view, start, end, blocks):
         if self._dropping is not None:
-            data = self._skip(self._hold + data, blocks)
-        self._buf += data
-        last = self._buf.rfind(b"\n")
+            data = self._skip(self._hold + data[start:end], blocks)
+            view, start, end = memoryview(data), 0, len(data)
+        last = data.rfind(b"\n", start, end)
         if last >= 0:
-            blocks.append(self._buf[:last].decode("utf-8", "replace"))
-            del self._buf[:last + 1]
+            if self._buf:  # the line that began earlier ends here
+                first = data.find(b"\n", start, end)
+                self._buf += view[start:first]
+                blocks.append(self._buf.decode("utf-8", "replace"))
+                self._buf.clear()
+                start = first + 1
+            if start <= last:
+                blocks.append(str(view[start:last], "utf-8", "replace"))
+            start = last + 1
+        self._buf += view[start:end]
         if len(self._buf) > self._max:
             self._cut(blocks)
-        return blocks
 
     def close(self):
         if self._dropping is not None:
@@ -238,23 +245,37 @@ class StreamDecoder:
         self._dropped[1].update(data)
 
     def _finish(self):
-        heading, body, dropped = self._heading, "".join(self._parts), \
-            self._dropped
+        heading, parts, dropped = self._heading, self._parts, self._dropped
         self._reset()
         if dropped is not None:
             note = truncation_note(dropped[0], dropped[1].hexdigest())
-            return Text("## " + heading + "\n" + body + note)
+            return Text("## " + heading + "\n" + "".join(parts) + note)
         # The body ends with the section's blank line, then the newline
-        # before the end mark: drop both to get the body proper.
-        if body.endswith("\n\n"):
-            body = body[:-2]
-        elif body.endswith("\n"):
-            body = body[:-1]
-        return grammar.parse_section(heading, body)
+        # before the end mark: drop both to get the body proper (from the
+        # parts: cutting the joined body would copy all of it again).
+        _drop_newlines(parts, 2)
+        return grammar.parse_section(heading, "".join(parts))
 
     def _reset(self):
         self._heading, self._parts, self._size, self._dropped = \
             None, [], 0, None
+
+
+def _drop_newlines(parts, count):
+    """Drop up to ``count`` newlines from the end of the text that
+    ``parts`` join into."""
+    while count and parts:
+        last = parts[-1]
+        ending = 0
+        while ending < count and ending < len(last) and \
+                last[-1 - ending] == "\n":
+            ending += 1
+        if ending < len(last):
+            if ending:
+                parts[-1] = last[:-ending]
+            return
+        parts.pop()  # all newlines (or empty): the one before may end so
+        count -= ending
 
 
 class Decoder:

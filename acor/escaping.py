@@ -74,24 +74,24 @@ def escape_text(text: str) -> str:
     """Escape multi-line free text so that no line of it has block meaning."""
     if "\r" in text:
         text = fold_newlines(text)
-    if "\n" not in text:
-        if text[:1] not in _RISKY_FIRST:
-            return text
-        match = _RISKY_AT.match(text)
-        return text[:match.end()] + "\\" + text[match.end():] if match \
-            else text
-    source = "\n" + text
     parts: list[str] = []
     last = 0
-    for candidate in _CANDIDATE.finditer(source):
-        match = _RISKY_AT.match(source, candidate.start() + 1)
+    # The first line has no "\n" before it: checked on its own, so that a
+    # megabyte is scanned where it lies, not first copied behind a "\n".
+    if text[:1] in _RISKY_FIRST:
+        match = _RISKY_AT.match(text)
         if match:
-            parts += (source[last:match.end()], "\\")
+            parts += (text[:match.end()], "\\")
+            last = match.end()
+    for candidate in _CANDIDATE.finditer(text):
+        match = _RISKY_AT.match(text, candidate.start() + 1)
+        if match:
+            parts += (text[last:match.end()], "\\")
             last = match.end()
     if not parts:
         return text
-    parts.append(source[last:])
-    return "".join(parts)[1:]
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def escape_nested(text: str) -> str:
