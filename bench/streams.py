@@ -81,7 +81,7 @@ def flood(env, project, megabytes, fmt, peaks):
         return time.perf_counter() - start
 
     # No warm-up pair: the launcher row ran this project and cache before.
-    a, b = alternate(via_acor, direct, scale(5, 1), warmup=0)
+    a, b = alternate(via_acor, direct, scale(9, 1), warmup=0)
     return ratio_result(f"{megabytes} MB, {fmt}",
                         f"`acor --format {fmt}` / tool > /dev/null", a, b,
                         1.5)

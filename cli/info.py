@@ -41,7 +41,7 @@ def echo_json(data) -> None:
     """``data`` as one line of JSON. What acor lists and shows comes from
     manifests and config, which refuse non-finite numbers."""
     from .formats import json_line
-    click.echo(json_line(data, finite=True))
+    click.echo(json_line(data, finite=True), nl=False)
 
 
 def tool_record(spec) -> dict:
