@@ -85,7 +85,8 @@ def schema_problems(schema) -> "list[str]":
     if schema.get("additionalProperties", True) not in (True, False):
         problems.append("args.additionalProperties must be true or false")
     required = schema.get("required", [])
-    if not isinstance(required, list) or not all(r in props for r in required):
+    if not isinstance(required, list) or not all(
+            isinstance(r, str) and r in props for r in required):
         problems.append("args.required must list property names")
     positions, flags = {}, set()
     for name, prop in props.items():
@@ -97,13 +98,18 @@ def schema_problems(schema) -> "list[str]":
         where = prop.get("x-acor") if isinstance(prop, dict) else None
         if not isinstance(where, dict):
             continue
+        # What _property_problems reports as wrong is not collected here.
+        position, flag = where.get("position"), where.get("flag")
         if "position" in where:
-            positions[where["position"]] = name
-        elif where.get("flag") in flags:
-            problems.append(f"args.properties.{name}: flag {where['flag']} "
-                            f"is used twice")
+            if type(position) is int:
+                positions[position] = name
+        elif not isinstance(flag, str):
+            continue
+        elif flag in flags:
+            problems.append(f"args.properties.{name}: flag {flag} is used "
+                            f"twice")
         else:
-            flags.add(where.get("flag"))
+            flags.add(flag)
     if sorted(positions) != list(range(len(positions))):
         problems.append(f"positions must be 0, 1, 2, ... without gaps or "
                         f"repeats, not {sorted(positions)}")
@@ -148,8 +154,8 @@ def _property_problems(path, prop):
         if kind == "boolean":
             problems.append(f"{path}: a boolean must be a flag")
     elif not (isinstance(where["flag"], str) and where["flag"].startswith("-")
-              and len(where["flag"]) > 1 and " " not in where["flag"]
-              and "=" not in where["flag"]):
+              and len(where["flag"]) > 1 and where["flag"].isprintable()
+              and " " not in where["flag"] and "=" not in where["flag"]):
         problems.append(f"{path}: x-acor flag must look like --name")
     if where.get("repeat") and kind != "array":
         problems.append(f"{path}: x-acor repeat is for arrays")

@@ -160,10 +160,9 @@ def args_violations(schema: dict) -> list[Violation]:
     say so). The shape of ``args`` (positions, flags) is discovery's to
     check: a manifest it skips is reported with its reason; the examples'
     values are checked as `acor call` checks a call, when they run."""
-    from .argschema import check_args_schema
-    if check_args_schema(schema) is not None:
-        return []
     from acor import args
+    if args.schema_problems(schema):
+        return []
     found = []
     for name, prop in schema.get("properties", {}).items():
         if "default" in prop:

@@ -293,12 +293,14 @@ def _check_fields(data: dict, fields: dict, path: str):
     if "errors" in values:
         values["errors"] = _errors(values["errors"], warnings)
     if "args" in values:
-        from .argschema import check_args_schema
-        problem = check_args_schema(values["args"])
-        if problem is not None:
+        # The library's rules, the ones the tool's parse_args applies.
+        from acor.args import schema_problems
+        problems = schema_problems(values["args"])
+        if problems:
             raise ManifestError(f"field 'args' is not a valid argument "
-                                f"schema: {problem}", "Fix it in " + path +
-                                "; `acor schema manifest` prints the rules.")
+                                f"schema: {'; '.join(problems)}",
+                                "Fix it in " + path + "; `acor schema "
+                                "manifest` prints the rules.")
     return values, warnings
 
 

@@ -107,6 +107,42 @@ def test_positions_must_run_without_gaps_and_only_the_last_may_be_an_array():
     assert any("only the last" in p for p in args.schema_problems(early))
 
 
+# JSON-shaped values where a schema's parts go: the validator is the one
+# judge of a manifest's "args" (discovery, `acor check`, a tool's
+# parse_args), so whatever a manifest holds, it answers with problems.
+_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-2, 3), st.floats(width=16),
+    st.sampled_from(["string", "integer", "number", "boolean", "array",
+                     "object", "--x", "--y", "-", "--a b", "--a=b", "x",
+                     "--\x01", "a", "b"]),
+    st.lists(st.sampled_from(["a", "b", 1, None]), max_size=2))
+_X_ACOR = st.one_of(_VALUES, st.fixed_dictionaries({}, optional={
+    "position": st.one_of(st.integers(-1, 2), _VALUES),
+    "flag": _VALUES, "repeat": st.booleans(), "hidden": st.booleans()}))
+_PROPERTY = st.one_of(_VALUES, st.fixed_dictionaries({}, optional={
+    "type": _VALUES, "x-acor": _X_ACOR, "enum": _VALUES, "default": _VALUES,
+    "items": st.one_of(_VALUES, st.fixed_dictionaries(
+        {}, optional={"type": _VALUES})),
+    "minimum": _VALUES, "maximum": _VALUES, "bogus": _VALUES}))
+_SCHEMAS = st.one_of(_VALUES, st.fixed_dictionaries({}, optional={
+    "type": _VALUES, "additionalProperties": _VALUES, "bogus": _VALUES,
+    "required": st.one_of(_VALUES, st.lists(_VALUES, max_size=3)),
+    "properties": st.one_of(_VALUES, st.dictionaries(
+        st.sampled_from(["a", "b", "c d"]), _PROPERTY, max_size=3))}))
+
+
+@settings(max_examples=int(os.environ.get("ACOR_FUZZ_EXAMPLES", "300")),
+          deadline=None)
+@given(schema=_SCHEMAS)
+def test_fuzz_schema_problems_answers_any_manifest_value(schema):
+    problems = args.schema_problems(schema)
+    assert isinstance(problems, list)
+    if not problems:  # what it accepts, the rest of the module can use
+        args.usage("acor t", schema)
+        args.public_schema(schema)
+        args.to_argparse("t", schema)
+
+
 def test_a_flag_used_twice_is_a_problem():
     twice = {"properties": {
         "a": {"type": "string", "x-acor": {"flag": "--a"}},

@@ -59,7 +59,7 @@ def _text(events):
 
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(stream=streams(), cuts=st.lists(st.integers(0, 4000), max_size=12))
-def test_any_cutting_of_a_stream_decodes_as_the_whole_stream(stream, cuts):
+def test_property_a_stream_cut_anywhere_decodes_as_read_whole(stream, cuts):
     data, framed = stream
     whole = _decode(data, [])
     assert [e for e in whole if not isinstance(e, Text)] == framed
@@ -76,7 +76,7 @@ def test_any_cutting_of_a_stream_decodes_as_the_whole_stream(stream, cuts):
                       min_size=1, max_size=30),
        cuts=st.lists(st.integers(0, 2000), max_size=12),
        end=st.booleans())
-def test_the_line_reader_keeps_every_line_whatever_the_reads(lines, cuts,
+def test_property_line_reader_keeps_every_line_whatever_the_reads(lines, cuts,
                                                              end):
     data = "\n".join(lines).encode("utf-8", "surrogatepass") + \
         (b"\n" if end else b"")

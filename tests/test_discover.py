@@ -411,7 +411,7 @@ def test_corrupt_cache_is_ignored(project):
 @settings(max_examples=EXAMPLES, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
-def test_a_damaged_cache_file_never_breaks_discovery(project, data):
+def test_fuzz_a_damaged_cache_file_never_breaks_discovery(project, data):
     # Torn writes cannot happen (temp file + rename), but a disk can still
     # hand back damaged bytes: cut short, or with bytes changed. Whatever
     # marshal makes of them, discovery answers, and a file that cannot be
@@ -498,3 +498,4 @@ def test_property_any_manifest_loads_or_is_skipped(project, data):
             len(registry.shadowed) == 2
     finally:
         monkey.undo()
+

@@ -509,3 +509,39 @@ def test_reader_going_away_ends_the_run_quietly(project, tmp_path):
     assert proc.returncode == 141
     assert b"Traceback" not in err
     assert not pid_alive(int(pidfile.read_text()))
+
+
+def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
+        project, tmp_path):
+    # Every agent call pays for what acor imports before its tool starts;
+    # what only relaying needs (the grammar, the decoder, the JSON
+    # encoders) loads while the tool starts up, and a warm discovery
+    # reads no JSON and checks no manifest.
+    project.add_tool("t", "from acor import AcorTool\n"
+                          "with AcorTool() as tool:\n    tool.output('hi')\n")
+    past = time.time() - 3600  # the cache saves no fresh timestamps
+    for path in [project.root, *project.root.rglob("*")]:
+        os.utime(path, (past, past))
+    first = project.run("t")
+    assert first.returncode == 0, first.stderr
+    report = tmp_path / "imported-before-spawn"
+    code = (
+        "import sys\n"
+        "seen = []\n"
+        "def hook(event, args):\n"
+        "    if event == 'import':\n"
+        "        seen.append(args[0])\n"
+        "    elif event == 'subprocess.Popen' and seen is not None:\n"
+        f"        open({str(report)!r}, 'w').write('\\n'.join(seen))\n"
+        "sys.addaudithook(hook)\n"
+        "from acor.cli.entry import main\n"
+        "sys.exit(main(['t']))\n")
+    run = subprocess.run([sys.executable, "-c", code], cwd=project.root,
+                         env=project.env, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    before = set(report.read_text().split("\n"))
+    assert "acor.cli.spec" in before  # the registry came from the cache
+    late = {"json", "acor.cli.manifest", "acor.grammar", "acor.decode",
+            "acor.jsonlines", "orjson", "yaml", "click", "rich",
+            "importlib.metadata", "typing"}
+    assert before & late == set()
