@@ -71,40 +71,45 @@ except ImportError:  # pragma: no cover - other interpreters / versions
 
 
 class Record:
-    """A plain record whose ``__slots__`` are its fields.
+    """A plain record whose ``FIELDS`` are its attributes.
 
-    Subclasses only declare ``__slots__``; construction is by keyword
+    Subclasses only declare ``FIELDS``; construction is by keyword
     (missing fields are None), and ``to_dict``/``from_dict`` round-trip it
-    through the cache file. ``from_dict`` is strict (every field must be
-    present), so a cache written by another version is rejected, not
-    half-read.
+    through the cache file. ``from_dict`` is strict (exactly the fields),
+    so a cache written by another version is rejected, not half-read. The
+    attributes live in the instance's ``__dict__``, so that ``from_dict``
+    takes the cache's dict as it is: a warm ``acor list`` builds a
+    thousand records.
     """
 
-    __slots__ = ()
+    FIELDS: tuple[str, ...] = ()
+    _FIELD_SET: frozenset = frozenset()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._FIELD_SET = frozenset(cls.FIELDS)
 
     def __init__(self, **fields):
-        for name in self.__slots__:
-            setattr(self, name, fields.pop(name, None))
+        values = self.__dict__
+        for name in self.FIELDS:
+            values[name] = fields.pop(name, None)
         if fields:
             raise TypeError(f"{type(self).__name__} has no field(s) "
                             f"{', '.join(sorted(fields))}")
 
     def to_dict(self):
-        return {name: getattr(self, name) for name in self.__slots__}
+        return {name: getattr(self, name) for name in self.FIELDS}
 
     @classmethod
     def from_dict(cls, data):
-        # A warm `acor list` builds a thousand of these: no **kwargs.
+        if not isinstance(data, dict) or data.keys() != cls._FIELD_SET:
+            keys = set(data) if isinstance(data, dict) else set()
+            raise ValueError(
+                f"{cls.__name__} needs exactly {', '.join(cls.FIELDS)}; "
+                f"missing {sorted(cls._FIELD_SET - keys)}, extra "
+                f"{sorted(map(str, keys - cls._FIELD_SET))}")
         record = cls.__new__(cls)
-        try:
-            for name in cls.__slots__:
-                setattr(record, name, data[name])
-        except KeyError as exc:
-            raise ValueError(f"{cls.__name__} needs {exc.args[0]}") from None
-        if len(data) != len(cls.__slots__):
-            extra = sorted(set(data) - set(cls.__slots__))
-            raise ValueError(f"{cls.__name__} has no field(s) "
-                             f"{', '.join(map(str, extra))}")
+        record.__dict__.update(data)
         return record
 
     def __eq__(self, other):

@@ -80,8 +80,8 @@ class ConfigError(AcorError):
 class Config(Record):
     """The effective configuration; every path in it is absolute."""
 
-    __slots__ = ("path", "root", "tools_dirs", "timeout", "idle_timeout",
-                 "format", "progress_interval", "state_dir", "warnings")
+    FIELDS = ("path", "root", "tools_dirs", "timeout", "idle_timeout",
+             "format", "progress_interval", "state_dir", "warnings")
 
 
 def find_config(cwd, explicit=None):

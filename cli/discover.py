@@ -12,6 +12,7 @@ Scanning is the cold path; :func:`load_registry` serves a warm run from
 :mod:`cli.cache` with a few ``stat()`` calls.
 """
 
+import marshal
 import os
 import stat
 
@@ -29,7 +30,7 @@ class Skipped(Record):
     """A manifest that was not loaded: why, and the fix. ``name`` is the
     tool name it claims (or its file or folder name)."""
 
-    __slots__ = ("path", "reason", "recovery", "name")
+    FIELDS = ("path", "reason", "recovery", "name")
 
 
 class Shadowed(Record):
@@ -37,7 +38,7 @@ class Shadowed(Record):
     a project or user tool that replaces a package's on purpose (not a
     problem); otherwise two manifests of one source claim the name."""
 
-    __slots__ = ("name", "winner_path", "loser_path", "override")
+    FIELDS = ("name", "winner_path", "loser_path", "override")
 
 
 class Registry:
@@ -69,6 +70,16 @@ class Registry:
                 "tools": [spec.to_dict() for spec in self.tools.values()],
                 "skipped": [s.to_dict() for s in self.skipped],
                 "shadowed": [s.to_dict() for s in self.shadowed]}
+
+    def to_cache(self):
+        """:meth:`to_dict` as the cache keeps it: each args schema as
+        marshal bytes, which :class:`ToolSpec` reads when (and if) it is
+        asked for. :meth:`from_dict` takes either form."""
+        data = self.to_dict()
+        for item in data["tools"]:
+            if item["args_schema"] is not None:
+                item["args_schema"] = marshal.dumps(item["args_schema"])
+        return data
 
     @classmethod
     def from_dict(cls, data):
@@ -108,7 +119,7 @@ def load_registry(cwd=None, config_path=None):
         fingerprint.stat(path)  # before reading it: see Fingerprint
     registry = scan(read_config(path, cwd), fingerprint)
     if caching:
-        cache.write(root, path, fingerprint, registry.to_dict())
+        cache.write(root, path, fingerprint, registry.to_cache())
     return registry
 
 

@@ -99,7 +99,7 @@ class Catalog:
         a few values costs far less than rebuilding 1,000 schemas."""
         built, tools = {}, []
         for spec in self.served(self.registry()):
-            key = (spec.description, spec.usage, spec.args_schema,
+            key = (spec.description, spec.usage, spec.args_public,
                    spec.annotations)
             entry = self._built.get(spec.name)
             if entry is None or entry[0] != key:
@@ -117,14 +117,14 @@ class Catalog:
 
 def mcp_tool(spec) -> dict:
     """A ToolSpec as an MCP ``Tool``, in its JSON form."""
-    args = tool_args(spec)
+    public = spec.args_public  # None for a free-argv tool
     description = spec.description
-    if args is None and spec.usage:
+    if public is None and spec.usage:
         # No schema: the usage line is all a model has to build the argv.
         description += f"\n\nUsage: {spec.usage}\nPass the arguments after " \
                        f"the tool name as \"argv\"."
     tool = {"name": spec.name, "description": description,
-            "inputSchema": input_schema(spec.args_public if args else None)}
+            "inputSchema": input_schema(public)}
     annotations = tool_annotations(spec)
     if annotations:
         tool["annotations"] = annotations

@@ -5,6 +5,8 @@ from the cache; checking a manifest (:mod:`cli.manifest`) is the cold
 path's.
 """
 
+import marshal
+
 from .cache import Record
 
 
@@ -14,10 +16,22 @@ class ToolSpec(Record):
     ``origin`` says where it was found (a tools dir, a package).
     ``args_schema`` is the manifest's ``args``; ``args_public`` the same as
     agents see it (:func:`acor.args.public_schema`), derived at discovery
-    like ``usage``, so that listing a thousand tools derives nothing."""
+    like ``usage``, so that listing a thousand tools derives nothing.
 
-    __slots__ = ("name", "version", "description", "kind", "path",
-                 "manifest_path", "argv", "timeout", "idle_timeout", "usage",
-                 "progress_pattern", "errors", "cwd_mode", "warnings",
-                 "args_schema", "args_public", "stdin", "examples",
-                 "annotations", "origin")
+    The cache keeps ``args_schema`` as marshal bytes (see
+    :meth:`cli.discover.Registry.to_dict`), read when first asked for:
+    most of a registry's bytes are its schemas, and a run, a listing or an
+    MCP ``tools/list`` needs no tool's but its own, or none."""
+
+    FIELDS = ("name", "version", "description", "kind", "path",
+             "manifest_path", "argv", "timeout", "idle_timeout", "usage",
+             "progress_pattern", "errors", "cwd_mode", "warnings",
+             "args_schema", "args_public", "stdin", "examples",
+             "annotations", "origin")
+
+    @property
+    def args_schema(self):
+        value = self.__dict__["args_schema"]
+        if type(value) is bytes:
+            value = self.__dict__["args_schema"] = marshal.loads(value)
+        return value

@@ -458,11 +458,20 @@ def test_cache_location_follows_xdg(monkeypatch, tmp_path):
         os.path.expanduser("~"), ".cache", "acor")
 
 
-def test_registry_round_trips_through_a_dict(project):
-    acor_tool(project / "tools", "a")
+def test_registry_round_trips_through_the_cache_form(project):
+    schema = {"type": "object", "properties": {"n": {
+        "type": "integer", "x-acor": {"flag": "--n"}}}}
+    acor_tool(project / "tools", "a", args=schema)
+    acor_tool(project / "tools", "b")
     registry = load(project)
-    assert Registry.from_dict(json.loads(json.dumps(
-        registry.to_dict()))).to_dict() == registry.to_dict()
+    cached = marshal.loads(marshal.dumps(registry.to_cache()))
+    assert isinstance(cached["tools"][0]["args_schema"], bytes)
+    back = Registry.from_dict(cached)
+    assert back.get("a").args_schema == schema  # read when asked for
+    assert back.get("b").args_schema is None
+    assert back.to_dict() == registry.to_dict()
+    assert Registry.from_dict(registry.to_dict()).to_dict() == \
+        registry.to_dict()
 
 
 def test_import_pulls_in_no_heavy_modules():
