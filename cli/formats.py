@@ -108,12 +108,13 @@ def _json_encoders() -> list:
 
 def json_line(record: dict, finite: bool = False) -> bytes:
     """``record`` as one line of strict JSON, its newline included:
-    :func:`acor.jsonlines.dumps`, or the same JSON from orjson, 5x faster,
-    when ``finite`` (the caller knows every float in ``record`` is finite:
-    orjson writes NaN as null) and orjson's line needs none of dumps'
-    repairs: no lone surrogate (orjson refuses it), no integer past 64
-    bits, no key that is not a string, no raw U+2028, U+2029 or U+0085
-    (valid JSON, but a line break to JavaScript and ``str.splitlines``)."""
+    :func:`acor.jsonlines.dumps`, or the same value (without the spaces)
+    from orjson, 5x faster, when ``finite`` (the caller knows every float
+    in ``record`` is finite: orjson writes NaN as null) and orjson's line
+    needs none of dumps' repairs: no lone surrogate (orjson refuses it),
+    no integer past 64 bits, no key that is not a string, no raw U+2028,
+    U+2029 or U+0085 (valid JSON, but a line break to JavaScript and
+    ``str.splitlines``)."""
     fast, dumps, _ = _json_encoders()
     if finite and fast is not None:
         try:

@@ -36,9 +36,9 @@ from . import mcp_results as results
 from .call_cmd import call_argv
 from .errors import UsageError
 from .formats import write_stderr
-from .loop import Cancel
 from .mcp_progress import ProgressRelay
 from .mcp_tools import tool_args
+from .signals import Cancel
 
 MODERN_VERSIONS = ("2026-07-28",)
 MAX_ROUNDS = 5        # questions one call may ask before giving up
