@@ -55,8 +55,13 @@ lint: $(STAMP)
 	$(BIN)/ruff check acor cli
 	$(BIN)/mypy
 
+# The properties and fuzzers at 20,000 examples each, on the test workers.
+# The three in test_hostile_streams.py start acor once per example (an hour
+# or more at 20,000): FUZZ_EXAMPLES=2000 make fuzz is the quicker pass.
+FUZZ_EXAMPLES ?= 20000
 fuzz: $(STAMP)
-	ACOR_FUZZ_EXAMPLES=20000 $(BIN)/pytest tests -k "property or fuzz" -p no:cacheprovider
+	ACOR_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -n $(TEST_WORKERS) \
+		tests -k "property or fuzz" -p no:cacheprovider
 
 # Against the regular install above (bench/run.py refuses anything else);
 # BENCH_QUICK=1 make bench is a smoke test with fewer rounds, not numbers.

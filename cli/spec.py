@@ -33,5 +33,24 @@ class ToolSpec(Record):
     def args_schema(self):
         value = self.__dict__["args_schema"]
         if type(value) is bytes:
-            value = self.__dict__["args_schema"] = marshal.loads(value)
+            try:
+                value = marshal.loads(value)
+            except (ValueError, EOFError, TypeError):
+                value = None
+            if not isinstance(value, dict):  # damaged on disk: not trusted
+                value = _args_in(self.manifest_path)
+            self.__dict__["args_schema"] = value
         return value
+
+
+def _args_in(manifest_path):
+    """The ``args`` of the manifest the cache was built from (unchanged
+    since, or the cache would have been rescanned), for a cached copy that
+    no longer reads back."""
+    import json
+    try:
+        with open(manifest_path, "rb") as f:
+            args = json.loads(f.read().decode("utf-8-sig")).get("args")
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+    return args if isinstance(args, dict) else None

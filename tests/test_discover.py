@@ -417,7 +417,7 @@ def test_fuzz_a_damaged_cache_file_never_breaks_discovery(project, data):
     # marshal makes of them, discovery answers, and a file that cannot be
     # the cache is a miss.
     if not (project / "tools" / "a").exists():
-        acor_tool(project / "tools", "a")
+        acor_tool(project / "tools", "a", args=SMALL_ARGS)
         age(project)
     path = Path(cache.cache_path(str(project), None))
     path.unlink(missing_ok=True)
@@ -433,6 +433,23 @@ def test_fuzz_a_damaged_cache_file_never_breaks_discovery(project, data):
     assert set(registry.tools) <= {"a"}
     if len(blob) < len(good):
         assert list(registry.tools) == ["a"]
+    for spec in registry.tools.values():  # a schema read when asked for
+        assert spec.args_schema is None or isinstance(spec.args_schema, dict)
+
+
+SMALL_ARGS = {"type": "object", "properties": {
+    "n": {"type": "integer", "x-acor": {"flag": "--n"}}}}
+
+
+def test_a_cached_args_schema_that_no_longer_reads_comes_from_its_manifest(
+        project):
+    acor_tool(project / "tools", "a", args=SMALL_ARGS)
+    age(project)
+    registry = load(project)
+    cached = registry.to_cache()
+    for damaged in (b"", b"\xff\x00", marshal.dumps(5)):
+        cached["tools"][0]["args_schema"] = damaged
+        assert Registry.from_dict(cached).get("a").args_schema == SMALL_ARGS
 
 
 def test_no_cache_env_and_unwritable_cache_dir(project, tmp_path,
