@@ -83,11 +83,12 @@ def escape_text(text: str) -> str:
         if match:
             parts += (text[:match.end()], "\\")
             last = match.end()
-    for candidate in _CANDIDATE.finditer(text):
-        match = _RISKY_AT.match(text, candidate.start() + 1)
-        if match:
-            parts += (text[last:match.end()], "\\")
-            last = match.end()
+    if "\n" in text:  # one line (a message, a status): nothing more
+        for candidate in _CANDIDATE.finditer(text):
+            match = _RISKY_AT.match(text, candidate.start() + 1)
+            if match:
+                parts += (text[last:match.end()], "\\")
+                last = match.end()
     if not parts:
         return text
     parts.append(text[last:])

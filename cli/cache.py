@@ -11,7 +11,7 @@ something it depends on changed. The file, under ``$ACOR_CACHE_DIR``, else
      "key": [root, config_path_or_null, sys.executable, user_tools_dir,
              packages_searched],
      "fingerprint": [[path, light, signature_or_null], ...],
-     "payload": {...the Registry as plain data...}}
+     "payload": {...the Registry, as Registry.to_cache() gives it...}}
 
 written with :mod:`marshal`, Python's own format for the data it trusts
 (its ``.pyc`` files): it is built in, so reading it imports nothing, where
