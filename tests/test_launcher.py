@@ -531,7 +531,7 @@ def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
         "def hook(event, args):\n"
         "    if event == 'import':\n"
         "        seen.append(args[0])\n"
-        "    elif event == 'subprocess.Popen' and seen is not None:\n"
+        "    elif event == 'subprocess.Popen':  # the tool's spawn\n"
         f"        open({str(report)!r}, 'w').write('\\n'.join(seen))\n"
         "sys.addaudithook(hook)\n"
         "from acor.cli.entry import main\n"
