@@ -13,7 +13,7 @@ SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
              \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: demo test lint fuzz bench install clean
+.PHONY: demo test test-lowest lint fuzz bench install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -49,6 +49,23 @@ TEST_WORKERS ?= 2
 test: $(STAMP) lint
 	$(BIN)/pytest -n $(TEST_WORKERS)
 
+# The same suite against the lowest dependency versions pyproject.toml
+# allows (.ci/constraints-lowest.txt), in a venv of its own: `make test`
+# runs against the newest, which a fresh install picks. Together they keep
+# a release upstream, or an old one a user still has, from breaking acor
+# unseen. Each run's header names the versions it ran with.
+LOW := .venv-lowest
+$(LOW)/.installed: pyproject.toml .ci/constraints-lowest.txt $(SOURCES)
+	rm -rf $(LOW)
+	$(PYTHON) -m venv $(LOW)
+	$(LOW)/bin/python -m pip install --quiet --upgrade pip
+	$(LOW)/bin/python -m pip install --quiet -c .ci/constraints-lowest.txt '.[test]'
+	rm -rf build
+	touch $@
+
+test-lowest: $(LOW)/.installed
+	$(LOW)/bin/pytest -n $(TEST_WORKERS)
+
 # Habits, checked on every test run: ruff on the library and the launcher,
 # mypy on the library (its public API is typed; see pyproject.toml).
 lint: $(STAMP)
@@ -73,4 +90,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(LOW) build *.egg-info .pytest_cache

@@ -294,26 +294,58 @@ def _precheck(yaml, loader_class, text, path):
     quadratic in it, and its composer recursive) and thousands of values.
     A config is a flat mapping holding a list or two."""
     depth = count = 0
-    for event in yaml.parse(text, Loader=loader_class):
-        count += 1
-        line = event.start_mark.line + 1
-        if isinstance(event, yaml.AliasEvent):
-            raise ConfigError(
-                path, f"YAML alias *{event.anchor} is not allowed in an acor "
-                "config", "Write the value out in full; anchors and aliases "
-                "(&name, *name) are not accepted.", line=line)
-        if isinstance(event, yaml.CollectionStartEvent):
+    try:
+        for event in yaml.parse(text, Loader=loader_class):
+            count += 1
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent):
+                raise ConfigError(
+                    path, f"YAML alias *{event.anchor} is not allowed in an "
+                    "acor config", "Write the value out in full; anchors and "
+                    "aliases (&name, *name) are not accepted.", line=line)
+            if isinstance(event, yaml.CollectionStartEvent):
+                depth += 1
+            elif isinstance(event, yaml.CollectionEndEvent):
+                depth -= 1
+            if depth > MAX_YAML_DEPTH:
+                raise _too_deep(path, line)
+            if count > MAX_YAML_VALUES:
+                raise ConfigError(
+                    path, f"it has more than {MAX_YAML_VALUES} YAML values, "
+                    "which no acor config needs", _FLAT, line=line)
+    except yaml.MarkedYAMLError as exc:
+        # libyaml 0.2.5 (PyYAML 6.0.4 on) caps flow nesting itself, and its
+        # scanner looks ahead past our limit before yielding an event: the
+        # refusal must read the same whichever parser refuses first.
+        mark = exc.problem_mark
+        if mark is not None and (
+                "nesting depth" in str(exc.problem)
+                or _flow_depth(text[:mark.index]) > MAX_YAML_DEPTH):
+            raise _too_deep(path, mark.line + 1) from None
+        raise
+
+
+_FLAT = ("Keep it to a flat mapping of acor settings: `acor doctor` shows "
+         "them.")
+
+
+def _too_deep(path, line):
+    return ConfigError(path, f"it is nested more than {MAX_YAML_DEPTH} "
+                       "levels deep, which no acor config needs", _FLAT,
+                       line=line)
+
+
+def _flow_depth(prefix):
+    """The flow nesting open at the end of ``prefix``, counted roughly
+    (brackets inside quotes count too): enough to tell a parser's own
+    depth refusal from a syntax error."""
+    depth = 0
+    for char in prefix:
+        if char in "[{":
             depth += 1
-        elif isinstance(event, yaml.CollectionEndEvent):
-            depth -= 1
-        if depth > MAX_YAML_DEPTH or count > MAX_YAML_VALUES:
-            what = f"is nested more than {MAX_YAML_DEPTH} levels deep" if \
-                depth > MAX_YAML_DEPTH else \
-                f"has more than {MAX_YAML_VALUES} YAML values"
-            raise ConfigError(path, f"it {what}, which no acor config "
-                              "needs", "Keep it to a flat mapping of acor "
-                              "settings: `acor doctor` shows them.",
-                              line=line)
+        elif char in "]}":
+            depth = max(0, depth - 1)
+    return depth
 
 
 def _seconds(value, key, zero_ok, wrong):

@@ -22,6 +22,36 @@ ACOR_SCRIPT = str(Path(sys.executable).with_name("acor"))
 SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
+# The runtime dependencies whose versions each run reports: a failure on a
+# fresh install is then read against the versions it ran with.
+REPORTED_VERSIONS = ("click", "PyYAML", "rich", "filelock", "orjson",
+                     "jsonschema", "mcp")
+
+
+def dependency_versions():
+    from importlib.metadata import PackageNotFoundError, version
+
+    def of(name):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "absent"
+    import yaml
+    libyaml = "libyaml" if hasattr(yaml, "CSafeLoader") else "no libyaml"
+    return ("dependencies: " + ", ".join(
+        f"{name} {of(name)}" for name in REPORTED_VERSIONS)
+        + f" ({libyaml})")
+
+
+def pytest_report_header(config):
+    return dependency_versions()
+
+
+def pytest_terminal_summary(terminalreporter):
+    # Also at the end, where -q (this project's default) still prints.
+    terminalreporter.write_line(dependency_versions())
+
+
 def base_env(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
     env.pop("PYTHONPATH", None)  # tests run the installed acor, as users do
