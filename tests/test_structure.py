@@ -10,7 +10,6 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = {"acor": REPO / "acor", "acor.cli": REPO / "cli"}
-MAX_LINES = 400
 
 
 def modules():
@@ -41,13 +40,6 @@ def imports_of(name, path, top_level=False):
             found.update(f"{base}.{alias.name}" for alias in node.names)
     known = dict(modules())
     return {m for m in found if m in known and m != name}
-
-
-@pytest.mark.parametrize("name, path", list(modules()),
-                         ids=[n for n, _ in modules()])
-def test_no_module_is_over_400_lines(name, path):
-    lines = len(path.read_text().splitlines())
-    assert lines <= MAX_LINES, f"{path} has {lines} lines"
 
 
 def test_module_level_imports_have_no_cycle():
