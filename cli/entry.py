@@ -9,7 +9,7 @@ acor's modules (the runner, the pytest plugin) changes no signal handling.
 
 import signal
 
-from .signals import EarlySignals
+from acor.cli.signals import EarlySignals
 
 _early = EarlySignals()
 for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
@@ -17,5 +17,5 @@ for _sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
 
 
 def main(argv=None) -> int:
-    from .main import main as run_main
+    from acor.cli.main import main as run_main
     return run_main(argv, early=_early)

@@ -41,7 +41,7 @@ def config_error(exc) -> LauncherError:
 
 def unknown_tool(name: str, registry, args: Sequence[str] = (),
                  command: Sequence[str] = ("acor",)) -> LauncherError:
-    from .textsafe import printable
+    from acor.cli.textsafe import printable
     matches = registry.close_matches(name)
     shown = printable(name)[:200]
     if matches:
@@ -62,7 +62,7 @@ def unknown_tool(name: str, registry, args: Sequence[str] = (),
 
 def invalid_manifest(name: str, skipped) -> LauncherError:
     """A tool whose manifest was found but skipped: say which, and why."""
-    from .textsafe import printable
+    from acor.cli.textsafe import printable
     return LauncherError(
         f"Tool '{printable(name)}' has an invalid manifest: "
         f"{printable(skipped.reason)}", printable(skipped.recovery),
@@ -75,7 +75,7 @@ def report(error: AcorError, fmt: Optional[str], out=None,
            tool: str = "acor") -> int:
     """Write ``error`` as a failed run in ``fmt`` (markdown unless json);
     returns its exit code."""
-    from .formats import failure_sink
+    from acor.cli.output.formats import failure_sink
     sink = failure_sink(fmt, tool, out)
     sink.emit(error.to_event())
     from acor.events import Status

@@ -13,10 +13,10 @@ import sys
 
 from acor import exitcodes
 
-from .durations import check_seconds
-from .errors import LauncherError, UsageError, config_error, report
-from .formats import FORMATS
-from .signals import EarlySignals
+from acor.cli.durations import check_seconds
+from acor.cli.errors import LauncherError, UsageError, config_error, report
+from acor.cli.output.formats import FORMATS
+from acor.cli.signals import EarlySignals
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
@@ -121,7 +121,8 @@ def main(argv=None, early=None):
                               if sig == signal.SIGINT else signal.SIG_DFL)
             if _early.received:
                 return exitcodes.CANCELLED
-            from .commands import run_command  # click: the cold path only
+            # click: the cold path only
+            from acor.cli.commands.app import run_command
             return run_command(argv, fmt)
         return run_named(rest[0], rest[1:], options, words)
     except LauncherError as exc:
@@ -139,8 +140,8 @@ def main(argv=None, early=None):
 def run_named(name, args, options, words, with_result=False):
     """``acor <name> args``: find the tool and run it; its exit code (and,
     ``with_result``, the :class:`cli.result.RunResult`)."""
-    from .config import ConfigError
-    from .discover import load_registry
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.discovery.registry import load_registry
     try:
         registry = load_registry(
             config_path=options.get("config") or os.environ.get("ACOR_CONFIG"))
@@ -148,8 +149,8 @@ def run_named(name, args, options, words, with_result=False):
         raise config_error(exc) from None
     config = registry.config
     fmt = default_format(options, config)
-    from .formats import make_sink
-    from .runner import Cancel, run
+    from acor.cli.output.formats import make_sink
+    from acor.cli.run.launch import Cancel, run
     sink = make_sink(fmt, name, config.progress_interval)
     cancel = _early.cancel = Cancel()
     for signum in _early.received:
@@ -167,6 +168,6 @@ def run_named(name, args, options, words, with_result=False):
     sink.close()
     if fmt == "rich" and result.state == "input_needed" and \
             not options.get("no_input") and not with_result:
-        from .ask import ask_and_rerun
+        from acor.cli.human.ask import ask_and_rerun
         return ask_and_rerun(result, name, options, words)
     return (result.exit_code, result) if with_result else result.exit_code

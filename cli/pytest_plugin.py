@@ -34,8 +34,8 @@ def _tool(name, cwd):
     if not (isinstance(name, os.PathLike) or (isinstance(name, str) and (
             os.sep in name or "/" in name))):
         return name, None
-    from .check import resolve
-    from .errors import LauncherError
+    from acor.cli.commands.check import resolve
+    from acor.cli.errors import LauncherError
     try:
         target = resolve(os.fspath(name))
     except LauncherError as exc:
@@ -50,8 +50,8 @@ def _tool(name, cwd):
 def _argv_from_values(spec, values):
     """The argv for ``values``, as `acor call` builds it; every violation
     of the tool's args schema fails the test, all of them listed."""
-    from .call_cmd import call_argv
-    from .errors import UsageError
+    from acor.cli.commands.call import call_argv
+    from acor.cli.errors import UsageError
     try:
         return call_argv(spec, values)
     except UsageError as exc:
@@ -70,12 +70,12 @@ def acor_run():
     def run_tool(name, *argv, args=None, timeout=None, cwd=None):
         if args is not None and argv:
             raise TypeError("acor_run takes an argv or args=, not both")
-        from .runner import run
+        from acor.cli.run.launch import run
         cwd = None if cwd is None else os.fspath(cwd)
         tool, registry = _tool(name, cwd)
         if args is not None:
             if isinstance(tool, str):
-                from .discover import load_registry
+                from acor.cli.discovery.registry import load_registry
                 registry = load_registry(cwd=cwd)
                 spec = registry.get(tool)
                 if spec is None:  # the runner says why, as acor would

@@ -138,7 +138,8 @@ def run_in_process(argv, *, cwd, env, input=None, on_line=None, timeout=60,
 
     Past ``timeout`` seconds the run is interrupted as Ctrl-C would, and
     TimeoutError is raised, as subprocess.run(timeout=...) raises."""
-    from acor.cli import main as acor_main, process
+    from acor.cli import main as acor_main
+    from acor.cli.run import process
     from acor.cli.signals import EarlySignals
     early = EarlySignals()
     for signum in early_signals:

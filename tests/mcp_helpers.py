@@ -7,8 +7,8 @@ import time
 from types import SimpleNamespace
 
 from acor.args import public_schema
-from acor.cli.manifest import ToolSpec
-from acor.cli.result import RunResult
+from acor.cli.discovery.manifest import ToolSpec
+from acor.cli.run.result import RunResult
 from acor.events import Error, InputNeeded, Output, OutputData
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from acor.cli import conformance
-from acor.cli.conformance import (expectation_violations, manifest_violations,
+from acor.cli.commands import check_rules as conformance
+from acor.cli.commands.check_rules import (expectation_violations, manifest_violations,
                                   stream_violations)
 from acor.events import (Error, InputNeeded, Output, OutputData, Progress,
                          Status, Text, Unknown)
@@ -204,7 +204,7 @@ def checked(project, monkeypatch, tmp_path):
     """``checked(ref)``: run `acor check --json ref` in the project, in
     process; (exit code, report)."""
     from click.testing import CliRunner
-    from acor.cli.check import check_command
+    from acor.cli.commands.check import check_command
     monkeypatch.chdir(project.root)
     monkeypatch.setenv("ACOR_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.delenv("ACOR_CONFIG", raising=False)
@@ -330,7 +330,7 @@ def test_no_examples_is_a_warning(project, checked):
 
 def test_an_unknown_tool_is_a_usage_error(project, checked):
     from click.testing import CliRunner
-    from acor.cli.check import check_command
+    from acor.cli.commands.check import check_command
     result = CliRunner().invoke(check_command, ["nope"],
                                 standalone_mode=False)
     assert result.return_value == 2
@@ -341,7 +341,7 @@ def test_the_text_report_gives_each_problem_and_its_fix(project,
                                                          monkeypatch,
                                                          tmp_path):
     from click.testing import CliRunner
-    from acor.cli.check import check_command
+    from acor.cli.commands.check import check_command
     project.add_tool("liar", "import sys\nfrom acor import AcorTool\n"
                      "with AcorTool(): pass\nsys.exit(1)\n",
                      examples=EXAMPLE)

@@ -7,7 +7,7 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from acor.cli.config import (Config, ConfigError, find_config, load_config,
+from acor.cli.discovery.config import (Config, ConfigError, find_config, load_config,
                         read_config)
 
 EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "60"))

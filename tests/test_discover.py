@@ -14,8 +14,12 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from acor.cli import cache, discover, sources
-from acor.cli.discover import Registry, load_registry
+from acor.cli.discovery import cache
+
+from acor.cli.discovery import registry as discover
+
+from acor.cli.discovery import sources
+from acor.cli.discovery.registry import Registry, load_registry
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = int(os.environ.get("ACOR_FUZZ_EXAMPLES", "40"))
@@ -282,7 +286,7 @@ def test_first_tools_dir_wins_and_the_loser_is_reported(project):
 
 def test_reserved_names_are_the_launchers_builtins():
     from acor.cli.main import BUILTINS
-    from acor.cli.manifest import RESERVED
+    from acor.cli.discovery.manifest import RESERVED
     assert RESERVED == BUILTINS
 
 
@@ -492,7 +496,7 @@ def test_registry_round_trips_through_the_cache_form(project):
 
 
 def test_import_pulls_in_no_heavy_modules():
-    code = ("import sys, acor.cli.discover\n"
+    code = ("import sys, acor.cli.discovery.registry\n"
             "heavy = {'yaml', 'click', 'rich', 'filelock', 'dataclasses',"
             " 'difflib', 'hashlib'}\n"
             "print(sorted(heavy & set(sys.modules)))")

@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from acor import parse
-from acor.cli.formats import make_sink
-from acor.cli.runner import run
+from acor.cli.output.formats import make_sink
+from acor.cli.run.launch import run
 from conftest import headings, pid_alive
 
 # Every tool starts so: a child and a grandchild in its process group, all

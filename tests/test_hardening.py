@@ -21,11 +21,11 @@ from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
 from acor import events
-from acor.cli import cache
-from acor.cli.config import ConfigError, load_config
+from acor.cli.discovery import cache
+from acor.cli.discovery.config import ConfigError, load_config
 from acor.cli.durations import MAX_SECONDS, check_seconds
-from acor.cli.rich_view import RichSink
-from acor.cli.sessions_cmd import sessions as sessions_command
+from acor.cli.output.rich_view import RichSink
+from acor.cli.commands.sessions import sessions as sessions_command
 from acor.cli.textsafe import printable, quote, strip_terminal
 from acor.sessions import CorruptSessionError, SessionStore, list_sessions
 

@@ -146,7 +146,7 @@ def test_rich_view_shows_the_count_even_with_a_long_label():
     import io
     from rich.console import Console
     from acor.events import Progress, Status
-    from acor.cli.rich_view import RichSink
+    from acor.cli.output.rich_view import RichSink
     for width in (100, 60):
         console = Console(record=True, width=width, file=io.StringIO())
         sink = RichSink("csvprofile", console=console)

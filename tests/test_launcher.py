@@ -540,8 +540,8 @@ def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
                          env=project.env, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr
     before = set(report.read_text().split("\n"))
-    assert "acor.cli.spec" in before  # the registry came from the cache
-    late = {"json", "acor.cli.manifest", "acor.grammar", "acor.decode",
+    assert "acor.cli.discovery.spec" in before  # the registry came from the cache
+    late = {"json", "acor.cli.discovery.manifest", "acor.grammar", "acor.decode",
             "acor.jsonlines", "orjson", "yaml", "click", "rich",
             "importlib.metadata", "typing"}
     assert before & late == set()

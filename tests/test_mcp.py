@@ -26,10 +26,12 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from acor.cli import mcp_boot, mcp_server
-from acor.cli.mcp_app import build_server
-from acor.cli.mcp_progress import ProgressRelay
-from acor.cli.mcp_tools import Catalog
+from acor.cli.mcp import boot as mcp_boot
+
+from acor.cli.mcp import server as mcp_server
+from acor.cli.mcp.app import build_server
+from acor.cli.mcp.progress import ProgressRelay
+from acor.cli.mcp.tools import Catalog
 from acor.events import (AIDirective, Error, Heartbeat, Output,
                          OutputData, OutputFiles, Progress, Suggestions)
 from mcp_helpers import (GREET_ARGS, FakeRegistry, FakeResult,
@@ -521,7 +523,7 @@ def test_anything_unusual_is_left_to_the_sdk(line):
 
 
 def test_stdout_belongs_to_json_rpc_once_claimed(tmp_path):
-    code = ("import os; from acor.cli.mcp_boot import Wire; w = Wire.claim();"
+    code = ("import os; from acor.cli.mcp.boot import Wire; w = Wire.claim();"
             "print('stray print'); os.write(1, b'stray write\\n');"
             "w.write(b'{\"jsonrpc\": \"2.0\"}\\n')")
     # Not from the checkout: its acor/ would shadow the installed package.
@@ -650,7 +652,7 @@ def e2e_project(project, isolated_discovery, monkeypatch):
 
 
 def in_process_server(root):
-    from acor.cli.discover import load_registry
+    from acor.cli.discovery.registry import load_registry
     return build_server(Catalog(lambda: load_registry(cwd=str(root))))
 
 

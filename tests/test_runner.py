@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from acor.cli.runner import Cancel, run
+from acor.cli.run.launch import Cancel, run
 from acor.events import Error, OutputData, Progress, Status
 from conftest import pid_alive
 

@@ -9,8 +9,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from acor.cli import conformance
-from acor.cli.scaffold import name_problem, new_command, tool_files
+from acor.cli.commands import check_rules as conformance
+from acor.cli.commands.new import name_problem, new_command, tool_files
 
 from conftest import base_env
 
@@ -122,13 +122,13 @@ def test_a_new_tool_goes_to_the_configured_tools_dir(in_project):
 
 
 def _call_is_wired():
-    from acor.cli.commands import cli
+    from acor.cli.commands.app import cli
     return "call" in cli.commands
 
 
 def test_a_new_tool_passes_check_and_its_own_tests_unedited(in_project,
                                                            monkeypatch):
-    from acor.cli.check import check_command
+    from acor.cli.commands.check import check_command
     monkeypatch.setenv("ACOR_CACHE_DIR", str(in_project / ".cache"))
     assert new("wc")[0] == 0
     result = CliRunner().invoke(check_command, ["wc"], standalone_mode=False)

@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from acor.sessions import (CorruptSessionError, SessionStore, list_sessions,
                            state_dir_from_env, validate_checkpoint_id,
                            validate_session_id, validate_tool_name)
-from acor.cli.sessions_cmd import sessions
+from acor.cli.commands.sessions import sessions
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from acor.cli.sources import entry_point_dirs, search_paths, user_tools_dir
+from acor.cli.discovery.sources import entry_point_dirs, search_paths, user_tools_dir
 
 from conftest import base_env
 

@@ -14,10 +14,11 @@ PACKAGES = {"acor": REPO / "acor", "acor.cli": REPO / "cli"}
 
 def modules():
     for package, folder in PACKAGES.items():
-        for path in sorted(folder.glob("*.py")):
-            name = package if path.stem == "__init__" else \
-                f"{package}.{path.stem}"
-            yield name, path
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            yield ".".join((package, *parts)), path
 
 
 def imports_of(name, path, top_level=False):

@@ -18,7 +18,7 @@ MAX_ROUNDS = 5  # a tool that asks again and again is not looping acor
 
 
 def ask_and_rerun(result, name, options, words) -> int:
-    from .main import run_named
+    from acor.cli.main import run_named
     rounds = 0
     while (result.state == "input_needed" and result.fields and
            result.next and sys.stdin.isatty() and rounds < MAX_ROUNDS):

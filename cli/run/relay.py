@@ -19,9 +19,9 @@ from acor import exitcodes
 from acor.decode import LineReader
 from acor.events import Error, Event, Status
 
-from . import process
-from .process import ToolProcess
-from .signals import Cancel
+from acor.cli.run import process
+from acor.cli.run.process import ToolProcess
+from acor.cli.signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ import click
 
 from acor import exitcodes
 
-from .conformance import (Violation, expectation_violations,
+from acor.cli.commands.check_rules import (Violation, expectation_violations,
                           manifest_violations, stream_violations)
 
 class Target:
@@ -48,7 +48,7 @@ def resolve(ref: str, cwd: str | None = None) -> Target:
     manifest.json, or a wrapper's ``<name>.json``). Raises
     :class:`cli.errors.LauncherError` when there is none, and
     :class:`cli.config.ConfigError`."""
-    from .discover import load_registry
+    from acor.cli.discovery.registry import load_registry
     registry = load_registry(cwd=cwd)
     if looks_like_path(ref):
         return _resolve_path(os.path.abspath(os.path.join(cwd or "", ref)),
@@ -61,7 +61,7 @@ def resolve(ref: str, cwd: str | None = None) -> Target:
         path = skipped.path if skipped.path.endswith(".json") else \
             os.path.join(skipped.path, "manifest.json")
         return Target(ref, path, None, skipped, registry)
-    from .errors import unknown_tool
+    from acor.cli.errors import unknown_tool
     raise unknown_tool(ref, registry, [], ["acor", "check"])
 
 
@@ -69,11 +69,11 @@ def _resolve_path(path, config):
     if os.path.isdir(path):
         path = os.path.join(path, "manifest.json")
     if not os.path.isfile(path):
-        from .errors import UsageError
+        from acor.cli.errors import UsageError
         raise UsageError(f"No manifest at {path}", "Give a tool's name "
                          "(`acor list`), its folder, or its manifest file.",
                          code="E_FILE_NOT_FOUND", next=["acor", "list"])
-    from .discover import scan
+    from acor.cli.discovery.registry import scan
     entry = os.path.dirname(path) if os.path.basename(path) == \
         "manifest.json" else path
     # Discovery of just the folder holding it: the same checks, no others.
@@ -109,7 +109,7 @@ def example_argv(spec, example: dict) -> list[str]:
     args = example["args"]
     if isinstance(args, list):
         return list(args)
-    from .call_cmd import call_argv
+    from acor.cli.commands.call import call_argv
     return call_argv(spec, args)
 
 
@@ -145,7 +145,7 @@ def check(target: Target) -> dict:
         report["warnings"].append(
             "the manifest has no examples, so no run was checked: add "
             '"examples": [{"args": [...], "exit_code": 0}]')
-    from .errors import UsageError
+    from acor.cli.errors import UsageError
     for index, example in enumerate(examples):
         try:
             argv = example_argv(target.spec, example)
@@ -185,7 +185,8 @@ class _Recorder:
 
 def run_example(target: Target, argv: list[str], example: dict,
                 index: int) -> tuple[dict, list[Violation]]:
-    from .runner import run  # the launcher proper: only once it runs
+    # the launcher proper: only once it runs
+    from acor.cli.run.launch import run
     where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
     recorder = _Recorder()
     result = run(target.spec, argv, registry=target.registry,
@@ -237,8 +238,8 @@ def check_command(tool: str, as_json: bool) -> int:
     """Check that TOOL (a name, a tool folder or a manifest file) keeps the
     protocol: its manifest against the published schema, then each of its
     examples run and its stream checked. Exit 0 when it conforms."""
-    from .config import ConfigError
-    from .errors import LauncherError, config_error, report
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.errors import LauncherError, config_error, report
     fmt = "json" if as_json else None
     try:
         target = resolve(tool)

@@ -7,7 +7,7 @@ path's.
 
 import marshal
 
-from .cache import Record
+from acor.cli.discovery.cache import Record
 
 
 class ToolSpec(Record):

@@ -14,7 +14,7 @@ import sys
 
 import click
 
-from .errors import UsageError
+from acor.cli.errors import UsageError
 
 def call_argv(spec, values) -> list[str]:
     """The argv for ``values`` (a JSON object) under ``spec``'s schema;
@@ -60,9 +60,9 @@ def _hint(spec) -> str:
 def call_command(ctx, tool, arguments):
     """Run TOOL with arguments given as a JSON object (or - to read it
     from stdin), checked against the tool's argument schema first."""
-    from .discover import load_registry
-    from .errors import invalid_manifest, unknown_tool
-    from .main import run_named
+    from acor.cli.discovery.registry import load_registry
+    from acor.cli.errors import invalid_manifest, unknown_tool
+    from acor.cli.main import run_named
     obj = ctx.find_root().obj or {}
     text = sys.stdin.read() if arguments == "-" else arguments
     try:

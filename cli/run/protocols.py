@@ -20,7 +20,7 @@ import os
 from acor import exitcodes, framing
 from acor.events import Error, Event, Output, Progress, Status
 
-from .process import signal_name
+from acor.cli.run.process import signal_name
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:

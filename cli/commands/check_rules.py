@@ -10,13 +10,10 @@ author. :mod:`cli.check` runs the tool and prints the report.
 from __future__ import annotations
 
 import json
-import os
 import re
 
 from acor.events import Error, Status
 
-SCHEMA_FILE = os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "schemas", "manifest.schema.json")
 # The endings the launcher writes itself when a run did not end on its own
 # (see acor.cli.runner): these are the tool's fault only for "no ending".
 NO_ENDING = frozenset({"E_NO_FINAL_STATUS", "E_TOOL_CRASHED",
@@ -50,8 +47,8 @@ class Violation:
 # --- the manifest -----------------------------------------------------------
 
 def load_schema() -> dict:
-    with open(SCHEMA_FILE, encoding="utf-8") as f:
-        return json.load(f)
+    from acor.cli.package_data import schema_text
+    return json.loads(schema_text("manifest"))
 
 
 def manifest_violations(data: object) -> list[Violation]:

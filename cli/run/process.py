@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 def env_seconds(name: str, default: float) -> float:
     """Seconds from the environment; a value that is not a finite number
     of 0 or more is ignored (the environment is not acor's to trust)."""
-    from .durations import check_seconds
+    from acor.cli.durations import check_seconds
     try:
         return check_seconds(os.environ.get(name, default), name,
                              zero_ok=True)

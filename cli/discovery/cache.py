@@ -143,7 +143,7 @@ def _key(root, config_path):
     """What a cache entry is for: the project, its config, the interpreter
     and where else tools are looked for (the user's tools dir, and whether
     packages' tools are, see :func:`cli.discover.sources`)."""
-    from .sources import packages_searched, user_tools_dir
+    from acor.cli.discovery.sources import packages_searched, user_tools_dir
     return [root, config_path, sys.executable, user_tools_dir(),
             packages_searched()]
 
@@ -211,7 +211,7 @@ def cache_dir_problem(directory=None):
         folder.close()
     if problem is None:
         return None
-    from .textsafe import quote
+    from acor.cli.textsafe import quote
     return (f"the cache dir {quote(directory)} is not used: {problem}. Run "
             "`chmod 700` on it if it is yours, or set ACOR_CACHE_DIR to a "
             "directory only you can write.")

@@ -32,13 +32,13 @@ from mcp.shared.exceptions import MCPError
 
 from acor.events import InputNeeded
 
-from . import mcp_results as results
-from .call_cmd import call_argv
-from .errors import UsageError
-from .formats import write_stderr
-from .mcp_progress import ProgressRelay
-from .mcp_tools import tool_args
-from .signals import Cancel
+from acor.cli.mcp import results as results
+from acor.cli.commands.call import call_argv
+from acor.cli.errors import UsageError
+from acor.cli.output.formats import write_stderr
+from acor.cli.mcp.progress import ProgressRelay
+from acor.cli.mcp.tools import tool_args
+from acor.cli.signals import Cancel
 
 MODERN_VERSIONS = ("2026-07-28",)
 MAX_ROUNDS = 5        # questions one call may ask before giving up

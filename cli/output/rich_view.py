@@ -26,7 +26,7 @@ from rich.syntax import Syntax
 from rich.table import Column
 from rich.text import Text
 
-from .textsafe import printable, strip_terminal
+from acor.cli.textsafe import printable, strip_terminal
 
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
                  "failed": "bold red", "cancelled": "bold yellow"}

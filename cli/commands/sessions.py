@@ -30,14 +30,14 @@ from acor.sessions import (
     validate_tool_name,
 )
 
-from .textsafe import printable
+from acor.cli.textsafe import printable
 
 _LIST_HINT = "Run `acor sessions` to see the saved sessions."
 
 
 def _fail(ctx, fmt, title, code, recovery, details=None,
           exit_code=exitcodes.USAGE):
-    from .errors import LauncherError, report
+    from acor.cli.errors import LauncherError, report
     report(LauncherError(title, recovery, code=code, details=details,
                          exit_code=exit_code), fmt)
     ctx.exit(exit_code)

@@ -26,9 +26,9 @@ import re
 import stat
 import sys
 
-from .fields import ACOR_FIELDS, WRAPPED_FIELDS, is_name
-from .spec import ToolSpec
-from .textsafe import printable, quote
+from acor.cli.discovery.fields import ACOR_FIELDS, WRAPPED_FIELDS, is_name
+from acor.cli.discovery.spec import ToolSpec
+from acor.cli.textsafe import printable, quote
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096

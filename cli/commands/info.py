@@ -16,17 +16,17 @@ import click
 
 from acor import exitcodes
 
-from .errors import LauncherError, unknown_tool
-from .textsafe import printable, quote
+from acor.cli.errors import LauncherError, unknown_tool
+from acor.cli.package_data import SCHEMAS, schema_text
+from acor.cli.textsafe import printable, quote
 
-SCHEMAS = {"events": "events.schema.json", "manifest": "manifest.schema.json"}
 
 
 def registry(ctx):
     """The registry, loaded once per command; ConfigError propagates."""
     obj = ctx.ensure_object(dict)
     if "registry" not in obj:
-        from .discover import load_registry
+        from acor.cli.discovery.registry import load_registry
         obj["registry"] = load_registry(
             config_path=obj.get("config") or os.environ.get("ACOR_CONFIG"))
     return obj["registry"]
@@ -40,7 +40,7 @@ def wants_json(ctx, as_json: bool) -> bool:
 def echo_json(data) -> None:
     """``data`` as one line of JSON. What acor lists and shows comes from
     manifests and config, which refuse non-finite numbers."""
-    from .formats import json_line
+    from acor.cli.output.formats import json_line
     click.echo(json_line(data, finite=True), nl=False)
 
 
@@ -104,7 +104,7 @@ def echo_problems(reg) -> None:
 
 def doctor_report(reg) -> dict:
     """Every fact and problem ``acor doctor`` shows."""
-    from .cache import cache_dir_problem
+    from acor.cli.discovery.cache import cache_dir_problem
     config = reg.config
     warnings = list(config.warnings)
     for spec in reg.tools.values():
@@ -206,10 +206,8 @@ def schema(name):
     """Print a JSON Schema that ships with acor: `events` (every JSON line
     of `--format json`) or `manifest` (manifest.json and wrapper
     manifests; point "$schema" at it for your editor)."""
-    from importlib import resources
     try:
-        text = resources.files("acor").joinpath(
-            "schemas", SCHEMAS[name]).read_text(encoding="utf-8")
+        text = schema_text(name)
     except OSError as exc:
         raise LauncherError(f"The {name} schema is missing from this "
                             f"installation: {exc}", "Reinstall acor: "

@@ -27,17 +27,17 @@ import time
 from acor import exitcodes
 from acor.events import Error, Event, Status
 
-from . import process
-from .errors import LauncherError, config_error, invalid_manifest, \
+from acor.cli.run import process
+from acor.cli.errors import LauncherError, config_error, invalid_manifest, \
     unknown_tool
-from .result import Collector, RunResult
-from .signals import Cancel
+from acor.cli.run.result import Collector, RunResult
+from acor.cli.signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Callable, Optional, Sequence
 
-    from .loop import Sink
+    from acor.cli.run.relay import Sink
 
     EventCallback = Callable[[Event], None]
 
@@ -115,8 +115,8 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
 def _resolve(tool, registry, config_path, cwd, argv, command):
     if not isinstance(tool, str):
         return tool, registry
-    from .config import ConfigError
-    from .discover import load_registry
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.discovery.registry import load_registry
     if registry is None:
         try:
             registry = load_registry(cwd=cwd, config_path=config_path)
@@ -134,10 +134,10 @@ def _resolve(tool, registry, config_path, cwd, argv, command):
 def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
               reap_orphans, started) -> RunResult:
     if spec.kind == "wrapped":
-        from .protocols import WrappedProtocol
+        from acor.cli.run.protocols import WrappedProtocol
         protocol = WrappedProtocol(spec)
     else:
-        from .protocols import AcorProtocol
+        from acor.cli.run.protocols import AcorProtocol
         protocol = AcorProtocol()
     if cancel.is_set():  # cancelled before the tool could start
         collector.emit(Status("cancelled"))
@@ -167,7 +167,7 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     # From here on the tool starts up (tens of ms for a Python tool) while
     # acor imports and builds what relaying needs: the relay loop, the
     # decoder and the grammar are loaded now, in that time, not before.
-    from .loop import Relay
+    from acor.cli.run.relay import Relay
     collector.started()
     if reap_orphans:
         process.tune_allocator()  # for the buffers to come

@@ -24,7 +24,7 @@ import click
 from acor import exitcodes
 from acor.events import Error
 
-from .durations import check_seconds
+from acor.cli.durations import check_seconds
 
 INSTALL = "pip install 'acor[mcp]'"
 MIN_SDK = "2.3"
@@ -58,7 +58,7 @@ class SdkLoader(threading.Thread):
 
     def run(self) -> None:
         try:
-            self.module = importlib.import_module(".mcp_app", __package__)
+            self.module = importlib.import_module("acor.cli.mcp.app")
         except BaseException as exc:  # result() raises it in the main thread
             self.error = exc
 
@@ -110,17 +110,17 @@ def serve(only: set[str] | None, timeout: float | None,
     problem = sdk_problem()
     if problem is not None:
         return _fail(problem)
-    from .config import ConfigError
-    from .discover import load_registry
-    from .mcp_boot import Wire, open_session
-    from .mcp_tools import Catalog, UnknownTools
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.discovery.registry import load_registry
+    from acor.cli.mcp.boot import Wire, open_session
+    from acor.cli.mcp.tools import Catalog, UnknownTools
     wire = Wire.claim()
     loader = SdkLoader()
     catalog = Catalog(lambda: load_registry(config_path=config_path), only)
     try:
         catalog.check_only(catalog.registry())
     except ConfigError as exc:
-        from .errors import config_error
+        from acor.cli.errors import config_error
         return _fail(config_error(exc).to_event())
     except UnknownTools as exc:
         return _fail(Error(f"--tools names unknown tool(s): "
@@ -152,7 +152,7 @@ def serve(only: set[str] | None, timeout: float | None,
 
 def _fail(error: Error) -> int:
     """Report on stderr (stdout belongs to JSON-RPC), in ACOR form; exit 2."""
-    from .errors import UsageError, report
+    from acor.cli.errors import UsageError, report
     return report(UsageError(error.title, error.recovery, code=error.code,
                              details=error.details, next=error.next),
                   None, out=sys.stderr.buffer)

@@ -14,14 +14,14 @@ import click
 
 from acor import __version__, exitcodes
 
-from .errors import LauncherError, UsageError, config_error, report
-from .formats import FORMATS
-from . import info
-from .call_cmd import call_command
-from .check import check_command
-from .mcp_server import mcp_command
-from .scaffold import new_command
-from .sessions_cmd import sessions
+from acor.cli.errors import LauncherError, UsageError, config_error, report
+from acor.cli.output.formats import FORMATS
+from acor.cli.commands import info
+from acor.cli.commands.call import call_command
+from acor.cli.commands.check import check_command
+from acor.cli.mcp.server import mcp_command
+from acor.cli.commands.new import new_command
+from acor.cli.commands.sessions import sessions
 
 
 _registry = info.registry
@@ -32,7 +32,7 @@ class AcorGroup(click.Group):
 
     def format_commands(self, ctx, formatter):
         super().format_commands(ctx, formatter)
-        from .config import ConfigError
+        from acor.cli.discovery.config import ConfigError
         try:
             registry = _registry(ctx)
         except ConfigError as exc:
@@ -80,7 +80,7 @@ def cli(ctx, fmt, timeout, idle_timeout, config, no_input):
                idle_timeout=idle_timeout)
     if ctx.invoked_subcommand == "sessions":
         # Sessions live where the launcher tells tools to keep them.
-        from .config import ConfigError
+        from acor.cli.discovery.config import ConfigError
         try:
             obj["state_dir"] = _registry(ctx).config.state_dir
         except ConfigError:
@@ -125,7 +125,7 @@ for _command in (info.list_tools, info.show, info.doctor, info.schema,
 
 def run_command(argv, fmt=None):
     """Run the click application; every failure is reported in ACOR form."""
-    from .config import ConfigError
+    from acor.cli.discovery.config import ConfigError
     try:
         result = cli.main(args=argv, prog_name="acor", standalone_mode=False)
     except LauncherError as exc:

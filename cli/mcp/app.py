@@ -28,8 +28,9 @@ from mcp.shared.message import SessionMessage
 
 from acor import __version__, exitcodes
 
-from .mcp_boot import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE, Opening, Wire
-from .mcp_calls import MODERN_VERSIONS, CallHandler
+from acor.cli.mcp.boot import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE,
+                               Opening, Wire)
+from acor.cli.mcp.calls import MODERN_VERSIONS, CallHandler
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
@@ -39,7 +40,7 @@ def build_server(catalog, run=None, *,
     """The server for ``catalog`` (a :class:`cli.mcp_tools.Catalog`).
     ``run`` defaults to the runner's; tests pass their own."""
     if run is None:
-        from .runner import run
+        from acor.cli.run.launch import run
 
     async def list_tools(ctx, params) -> dict:
         # Discovery stats files: off the event loop, like every run. A plain

@@ -238,7 +238,7 @@ class RichFormat(_Format):
     """The rich view (imported only when asked: rich costs ~30 ms)."""
 
     def __init__(self, tool: str, out=None) -> None:
-        from .rich_view import RichSink
+        from acor.cli.output.rich_view import RichSink
         # A terminal that cannot show a character gets "?", not a crash.
         if out is None and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors="replace")

@@ -24,9 +24,9 @@ import stat
 from acor import exitcodes
 from acor.errors import AcorError
 
-from .cache import Record
-from .durations import MAX_SECONDS, check_seconds
-from .textsafe import printable
+from acor.cli.discovery.cache import Record
+from acor.cli.durations import MAX_SECONDS, check_seconds
+from acor.cli.textsafe import printable
 
 CONFIG_FILE = os.path.join(".acor", "config.yaml")
 MAX_CONFIG_BYTES = 1 << 20

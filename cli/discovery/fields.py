@@ -1,7 +1,7 @@
 """What each manifest field must be: a predicate and the words for the
 message when it is not (:mod:`cli.manifest` applies them)."""
 
-from .durations import MAX_SECONDS, check_seconds
+from acor.cli.durations import MAX_SECONDS, check_seconds
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 

@@ -32,7 +32,7 @@ SAMPLE = ("The quick brown fox\n"
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a tool's name, or None."""
-    from .manifest import RESERVED
+    from acor.cli.discovery.manifest import RESERVED
     if not _NAME.match(name):
         return (f"{name!r} is not a tool name: use 1-64 lowercase letters, "
                 "digits, '-' or '_', starting with a letter or digit (like "
@@ -220,7 +220,7 @@ def _shown(path: str) -> str:
 
 
 def _refuse(title: str, recovery: str) -> int:
-    from .errors import UsageError, report
+    from acor.cli.errors import UsageError, report
     return report(UsageError(title, recovery), None)
 
 
@@ -240,11 +240,11 @@ def new_command(name: str, directory: str | None, wrap: str | None) -> int:
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
-    from .config import ConfigError, load_config
+    from acor.cli.discovery.config import ConfigError, load_config
     try:
         config = load_config()
     except ConfigError as exc:
-        from .errors import config_error, report
+        from acor.cli.errors import config_error, report
         return report(config_error(exc), None)
     tools_dir = os.path.abspath(directory or default_dir(config))
     argv = None

@@ -16,11 +16,12 @@ import marshal
 import os
 import stat
 
-from . import cache
-from .cache import Record
-from .config import Config, ConfigError, config_root, find_config, read_config
-from .spec import ToolSpec
-from .textsafe import printable
+from acor.cli.discovery import cache
+from acor.cli.discovery.cache import Record
+from acor.cli.discovery.config import (Config, ConfigError, config_root,
+                                       find_config, read_config)
+from acor.cli.discovery.spec import ToolSpec
+from acor.cli.textsafe import printable
 
 __all__ = ["Registry", "Skipped", "Shadowed", "ToolSpec", "load_registry",
            "scan"]
@@ -126,7 +127,8 @@ def load_registry(cwd=None, config_path=None):
 def scan(config, fingerprint=None):
     """Read every tools dir of ``config``; record what was looked at in
     ``fingerprint`` (a :class:`cli.cache.Fingerprint`)."""
-    from .manifest import ManifestError  # the cold path's checkers
+    # the cold path's checkers
+    from acor.cli.discovery.manifest import ManifestError
     fp = cache.Fingerprint() if fingerprint is None else fingerprint
     registry = Registry(config)
     for tools_dir, origin in sources(config, registry, fp):
@@ -175,8 +177,8 @@ def sources(config, registry, fp):
     entry points (acor's bundled wrappers among them). The directories
     packages live in are fingerprinted, so installing or removing one
     invalidates the cache; a broken entry point is reported as skipped."""
-    from .sources import (entry_point_dirs, packages_searched, search_paths,
-                          user_tools_dir)
+    from acor.cli.discovery.sources import (
+        entry_point_dirs, packages_searched, search_paths, user_tools_dir)
     found = [(d, _project_origin(d, config.root)) for d in config.tools_dirs]
     found.append((user_tools_dir(), "user tools dir"))
     if not packages_searched():
@@ -203,8 +205,8 @@ def _project_origin(tools_dir, root):
 def _load(path, name, dir_real, fp, origin):
     """The ToolSpec at ``path`` (an entry of a tools dir), None if it is
     not a manifest at all; raises ManifestError for a bad one."""
-    from .manifest import (ManifestError, acor_spec, check_inside,
-                           unprintable, wrapped_spec)
+    from acor.cli.discovery.manifest import (
+        ManifestError, acor_spec, check_inside, unprintable, wrapped_spec)
     json_file = name.endswith(".json")
     try:
         st = os.stat(path)

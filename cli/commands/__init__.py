@@ -1,0 +1,1 @@
+"""The built-in commands (the click application): one module per command."""

@@ -1,0 +1,1 @@
+"""Finding tools: the config, manifests, the cache and the sources searched."""

@@ -1,0 +1,1 @@
+"""What only a person may answer: asking at a terminal."""

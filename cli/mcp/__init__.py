@@ -1,0 +1,1 @@
+"""acor mcp: the tools served to MCP clients."""

@@ -1,0 +1,2 @@
+"""How events reach the agent or the person: Markdown, JSON lines, the
+rich view."""

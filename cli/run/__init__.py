@@ -1,0 +1,1 @@
+"""Running one tool: spawn its process, relay its stream, build its result."""
