@@ -5,24 +5,25 @@ the library's imports (see :mod:`acor.cli.run.warm` for the client side).
 It is started as ``python -u -P -c BOOT`` with its control socket on a file
 descriptor named in ``ACOR_FORKSERVER_FD``, and stays single-threaded: a
 process with one thread can fork safely and enter new namespaces. Each
-request on the control socket carries the call's file descriptors and a
-marshalled description (argv, environment, directory, sandbox). For each
-one it forks a supervisor, which forks the tool:
+request on the control socket carries the call's socket and file
+descriptors, and a marshalled description (argv, environment, directory,
+sandbox). The server forks the tool, which makes a session of its own,
+takes the call's standard streams, descriptors, environment and directory,
+applies the sandbox, and returns to the top of this interpreter, which runs
+the tool's entry as ``__main__`` and ends as a script ends (:func:`exit`).
 
-* the supervisor is the child-subreaper of the tool's tree (a daemon that
-  escapes the tool's group with ``setsid`` becomes its child, as it becomes
-  the ``acor`` command's child on the cold path), reports the tool's pid and
-  exit status on the call's socket, and when the client says the run is
-  over (or goes away) ends whatever the tool left behind;
-* the tool process makes a session of its own, takes the call's standard
-  streams, descriptors, environment and directory, applies the sandbox,
-  and returns to the top of this interpreter, which executes the tool's
-  entry as ``__main__`` with the interpreter's own handling of exceptions,
-  ``sys.exit``, threads and ``atexit``.
+On the call's socket the server says ``pid N``, then ``exit STATUS``; the
+client answers ``reap`` once it has read the tool's pipes, and the server
+ends what the tool left behind and says ``done``. What it leaves behind: the
+tool's group, and daemons that escaped it with ``setsid``. Those reach the
+server because the tool is the child-subreaper of its own tree (its orphans
+stay its children while it runs, as on the cold path they stay under the
+``acor`` command) and the server is the subreaper of the tools: when a tool
+exits, its orphans become the server's children, ended at the next reap.
 
 Nothing of a tool is imported here: only the library, once, before the
-heap is frozen for the collector (``gc.freeze``), so a fork copies nothing
-on write that it does not change.
+heap is frozen for the collector (``gc.freeze``), so that a fork copies as
+little as it can.
 """
 
 from __future__ import annotations
@@ -43,9 +44,8 @@ MAX_FDS = 16              # stdio, the call's socket, a few passed fds
 PRELOAD = ("acor.tool", "acor.progress", "acor.resumable", "acor.args",
            "acor.argparsing", "acor.checks", "acor.grammar", "acor.layout",
            "acor.escaping", "acor.events", "acor.quick", "acor.sessions",
-           "argparse", "json", "re", "traceback", "linecache",
-           # and what the supervisors use
-           "acor.cli.run.process", "ctypes", "fcntl", "types")
+           "argparse", "json", "re", "traceback", "linecache", "fcntl",
+           "types", "threading", "atexit")
 BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
         "_code, _globals = _serve()\n"
         "del _serve\n"
@@ -56,6 +56,21 @@ BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
         "_exit(None)\n")
 _PR_SET_CHILD_SUBREAPER = 36
 _compiled: dict = {}      # (path, mtime_ns, size) -> code: one compile each
+
+
+class _Call:
+    """A tool the server forked: its call's socket, and its pidfd until
+    it has exited."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.exit_fd: int | None = os.pidfd_open(pid)
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
 
 
 def serve():
@@ -69,30 +84,131 @@ def serve():
             __import__(name)
         except ImportError:
             pass
-    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # supervisors reap none
-    _prctl(0, 0)  # loads libc's handle once, for every supervisor
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     gc.collect()
     gc.freeze()
+    running: dict[int, _Call] = {}   # by pidfd: tools not yet exited
+    ended: dict[int, _Call] = {}     # by socket fd: waiting for "reap"
     while True:
+        watched = [control.fileno(), *running, *ended]
         try:
-            message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST,
-                                                 MAX_FDS)
+            ready, _, _ = select.select(watched, [], [])
         except InterruptedError:
             continue
-        except OSError:
-            os._exit(0)
-        if not message:
-            os._exit(0)  # the client closed its end
-        try:
-            request = marshal.loads(message)
-        except (EOFError, ValueError, TypeError):
-            _close(fds)
-            continue
-        code = _code_of(request["argv"][0])
-        if os.fork() == 0:
-            control.close()
-            return _supervise(request, fds, code)  # only the tool returns
+        for fd in ready:
+            if fd == control.fileno():
+                forked = _accept(control, running)
+                if forked is not None:  # in the forked tool's process
+                    # Closed before the tool's descriptors are placed: a
+                    # socket object closes its number when it is freed.
+                    control.close()
+                    for call in (*running.values(), *ended.values()):
+                        call.close()
+                    return _become_tool(*forked)
+            elif fd in running:
+                call = running.pop(fd)
+                _report_exit(call, ended)
+            elif fd in ended:
+                _reap(ended.pop(fd), running)
+
+
+def _accept(control: socket.socket, running: dict):
+    """Fork the tool of the next request; in the tool's process, return
+    its code and globals."""
+    try:
+        message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, MAX_FDS)
+    except InterruptedError:
+        return None
+    except OSError:
+        message, fds = b"", []
+    if not message:
+        _end_all(running)
+        os._exit(0)  # the client closed its end: it is gone
+    try:
+        request = marshal.loads(message)
+        targets = [0, 1, 2, *request["pass_fds"]]
+        entry = request["argv"][0]
+    except (EOFError, ValueError, TypeError, KeyError, IndexError):
+        request = None
+    if request is None or len(fds) != 1 + len(targets):
         _close(fds)
+        return None
+    code = _code_of(entry)
+    pid = os.fork()
+    if pid == 0:
+        return request, fds, targets, code
+    sock = socket.socket(fileno=fds[0])
+    _close(fds[1:])
+    try:
+        call = _Call(pid, sock)
+        sock.sendall(b"pid %d\n" % pid)
+    except OSError:
+        _kill_group(pid)
+        os.waitpid(pid, 0)
+        sock.close()
+        return None
+    running[call.exit_fd] = call
+    return None
+
+
+def _report_exit(call: _Call, ended: dict) -> None:
+    _, status = os.waitpid(call.pid, 0)
+    os.close(call.exit_fd)
+    call.exit_fd = None
+    try:
+        call.sock.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
+    except OSError:
+        pass
+    ended[call.sock.fileno()] = call
+
+
+def _reap(call: _Call, running: dict) -> None:
+    """The client has read the tool's pipes (or is gone): end its group
+    and every orphan the server has adopted, then say so."""
+    _kill_group(call.pid)
+    _end_orphans(running)
+    try:
+        call.sock.sendall(b"done\n")
+    except OSError:
+        pass
+    call.sock.close()
+
+
+def _end_orphans(running: dict) -> None:
+    """SIGKILL and reap the server's children that are not running tools:
+    daemons that escaped tools which have exited (each killed may hand its
+    own children to us, hence the rounds)."""
+    from acor.cli.run.process import children
+    tools = {call.pid for call in running.values()}
+    for _ in range(100):
+        orphans = children() - tools
+        if not orphans:
+            return
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in orphans:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _end_all(running: dict) -> None:
+    for call in running.values():
+        _kill_group(call.pid)
+    _end_orphans({})
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
 
 
 def exit(exc: BaseException | None):
@@ -140,87 +256,14 @@ def _exit_code(value) -> int:
     return 1
 
 
-def _supervise(request: dict, fds: list[int], code):
-    """The supervisor of one call: fork the tool, report on the call's
-    socket, end what the tool left behind when told the run is over."""
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    call = socket.socket(fileno=fds[0])
-    _prctl(_PR_SET_CHILD_SUBREAPER, 1)
-    pid = os.fork()
-    if pid == 0:
-        call.close()
-        return _become_tool(request, fds, code)
-    _close(fds[1:])
-    call.sendall(b"pid %d\n" % pid)
-    status = _wait_for(pid, call)
-    if status is not None:
-        call.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
-        _wait_for_reap(call)
-    _end_tree(pid)
-    try:
-        call.sendall(b"done\n")
-    except OSError:
-        pass
-    os._exit(0)
-
-
-def _wait_for(pid: int, call: socket.socket):
-    """The tool's wait status, or None if the client went away first (the
-    tool is then killed)."""
-    try:
-        exit_fd = os.pidfd_open(pid)
-    except OSError:
-        exit_fd = None
-    watched = [call] + ([exit_fd] if exit_fd is not None else [])
-    while True:
-        ready, _, _ = select.select(watched, [], [], None
-                                    if exit_fd is not None else 0.05)
-        if call in ready and not _alive(call):
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
-            os.waitpid(pid, 0)
-            return None
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status
-
-
-def _alive(call: socket.socket) -> bool:
-    try:
-        return call.recv(64, socket.MSG_PEEK) != b""
-    except OSError:
-        return False
-
-
-def _wait_for_reap(call: socket.socket) -> None:
-    """Until the client says the run is over (it has drained the pipes),
-    or goes away."""
-    try:
-        call.recv(64)
-    except OSError:
-        pass
-
-
-def _end_tree(pid: int) -> None:
-    """SIGKILL the tool's group, then every descendant this subreaper has
-    adopted, as the ``acor`` command ends a cold run's orphans."""
-    from acor.cli.run.process import end_orphans
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-    end_orphans()
-
-
-def _become_tool(request: dict, fds: list[int], code):
+def _become_tool(request: dict, fds: list[int], targets: list[int], code):
     """In the tool's process: its session, streams, descriptors,
     environment, directory and sandbox; then its code, to run as
     ``__main__`` at the top of the interpreter."""
     os.setsid()
-    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    targets = [0, 1, 2, *request["pass_fds"]]
+    libc = _libc()
+    if libc is not None:  # its orphans stay its own while it runs
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     _place(fds[1:], targets)
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -268,7 +311,7 @@ def _place(fds: list[int], targets: list[int]) -> None:
     import fcntl
     low = max(targets) + 1
     lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low) for fd in fds]
-    for fd, target in zip(lifted, targets):
+    for fd, target in zip(lifted, targets, strict=True):
         os.dup2(fd, target)  # inheritable: the tool's programs get them
     start = 3
     for target in sorted(set(targets)):
@@ -309,15 +352,15 @@ def _close(fds) -> None:
             pass
 
 
-_libc = None
+_loaded_libc: list = []
 
 
-def _prctl(option: int, value: int) -> None:
-    global _libc
-    try:
-        if _libc is None:
+def _libc():
+    """libc through ctypes, loaded once (in the server, before any fork)."""
+    if not _loaded_libc:
+        try:
             import ctypes
-            _libc = ctypes.CDLL(None, use_errno=True)
-        _libc.prctl(option, value, 0, 0, 0)
-    except (ImportError, OSError, AttributeError):
-        pass
+            _loaded_libc.append(ctypes.CDLL(None, use_errno=True))
+        except (ImportError, OSError):
+            _loaded_libc.append(None)
+    return _loaded_libc[0]
