@@ -15,6 +15,7 @@ from acor.cli.run.warm import WarmStarter
 from conftest import pid_alive
 
 REPORT = """
+    '''The report's docstring.'''
     import json, os, sys
     from acor import AcorTool
     with AcorTool() as tool:
@@ -27,6 +28,8 @@ REPORT = """
             "stdout_fd": os.isatty(1), "pgid_is_pid": os.getpgid(0) == os.getpid(),
             "sid_is_pid": os.getsid(0) == os.getpid(),
             "main_module": sys.modules["__main__"].__dict__ is globals(),
+            "doc": __doc__, "builtins": type(__builtins__).__name__,
+            "loader": type(__loader__).__name__, "spec": __spec__,
             "sigint": str(__import__("signal").getsignal(2)),
             "sigpipe": str(__import__("signal").getsignal(13)),
         })

@@ -295,11 +295,14 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code):
         sys.stderr.write("".join(traceback.format_exception_only(code)))
         sys.stderr.flush()
         os._exit(1)
+    import builtins
     import types
+    from importlib.machinery import SourceFileLoader
     main = types.ModuleType("__main__")
     main.__file__ = entry
-    main.__builtins__ = __builtins__
-    main.__cached__ = None
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    main.__loader__ = SourceFileLoader("__main__", entry)
+    main.__cached__ = None  # type: ignore[attr-defined]
     sys.modules["__main__"] = main
     return code, main.__dict__
 
