@@ -9,18 +9,38 @@ is not the server's time). Each function returns its samples in seconds.
   restarting its servers). Target 1.0 s: agent clients allow about 1.5 s.
 * tools_list_1000: one `tools/list` request -> the whole answer read and
   parsed, 1,000 tools with typed arguments, warm discovery cache.
+* call_vs_sdk: one `tools/call` of a trivial Python tool, answered by
+  `acor mcp` (a process per call, forked warm) and by a server on the SDK
+  that answers in its own process (bench/tools/sdk_server.py), in
+  alternating rounds through the same client code. Targets: at most 4x the
+  SDK server, and at most 8 ms median.
+* concurrent_calls: 10 calls sent at once, until all 10 are answered,
+  against 10 times one call: how far concurrent calls use the cores.
+* warm_fork: the warm start alone: a trivial Python program forked from
+  the server and reaped, against starting it as a fresh interpreter.
+* acor_run_per_run: one run of a trivial tool as the pytest fixture
+  `acor_run` does it (in process, through the warm start).
 """
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
+from harness import Result, alternate, bound_result, ratio_result
+
 QUICK = os.environ.get("BENCH_QUICK", "") not in ("", "0")
 STARTS = 3 if QUICK else 12
 LISTINGS = 5 if QUICK else 30
+CALLS = 10 if QUICK else 60
+BURSTS = 3 if QUICK else 15
+SDK_SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "tools", "sdk_server.py")
+PING = ("from acor import AcorTool\n"
+        "with AcorTool() as tool:\n    tool.output('ok')\n")
 TOOLS = 1000
 ACOR = os.path.join(os.path.dirname(sys.executable), "acor")
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -69,6 +89,147 @@ def tools_list_1000() -> list[float]:
             session.close()
 
 
+def call_vs_sdk() -> Result:
+    with tempfile.TemporaryDirectory(prefix="acor-mcp-bench-") as work:
+        env = _env(work)
+        acor = _session(_ping_project(work), env)
+        sdk = _session(work, env, [sys.executable, SDK_SERVER])
+        try:
+            for session in (acor, sdk):
+                session.notify("notifications/initialized")
+            acor_samples, sdk_samples = alternate(
+                lambda: _timed_call(acor), lambda: _timed_call(sdk), CALLS,
+                warmup=5)
+        finally:
+            acor.close()
+            sdk.close()
+    result = ratio_result(
+        "MCP call vs in-process SDK server", "`tools/call` of a trivial "
+        "tool, median of per-round ratios", acor_samples, sdk_samples, 4.0,
+        detail=f"acor {_ms(acor_samples)}, SDK {_ms(sdk_samples)}")
+    median = statistics.median(acor_samples)
+    if median > 0.008:
+        result.fail(f"median {median * 1000:.1f} ms is over 8 ms")
+    return result
+
+
+def concurrent_calls() -> Result:
+    """Speed-up of 10 concurrent calls over 10 calls one after another."""
+    with tempfile.TemporaryDirectory(prefix="acor-mcp-bench-") as work:
+        acor = _session(_ping_project(work), _env(work))
+        try:
+            acor.notify("notifications/initialized")
+            for _ in range(5):
+                _timed_call(acor)
+            speedups = []
+            for _ in range(BURSTS):
+                one = statistics.median(_timed_call(acor) for _ in range(5))
+                started = time.perf_counter()
+                acor.burst("tools/call", {"name": "ping", "arguments": {}},
+                           10)
+                speedups.append(10 * one / (time.perf_counter() - started))
+        finally:
+            acor.close()
+    cores = min(os.cpu_count() or 1, 10)
+    return bound_result("MCP, 10 concurrent calls", "10 calls at once "
+                        "against 10 one after another (speed-up)",
+                        speedups, round(cores * 0.6, 2), "x",
+                        higher_is_better=True,
+                        detail=f"{cores} cores: ideal {cores}x")
+
+
+def warm_fork() -> list[float]:
+    """Seconds from the request to the reaped exit of a trivial program
+    forked warm (what the warm start adds to a tool's own run)."""
+    from acor.cli.run.warm import WarmStarter
+    with tempfile.TemporaryDirectory(prefix="acor-fork-bench-") as work:
+        program = os.path.join(work, "noop.py")
+        with open(program, "w") as f:
+            f.write("pass\n")
+        starter = WarmStarter()
+        try:
+            env = dict(os.environ, PYTHONUNBUFFERED="1",
+                       PYTHONIOENCODING="utf-8")
+            argv = [sys.executable, "-u", program]
+            samples = []
+            for i in range(CALLS + 5):
+                started = time.perf_counter()
+                proc = starter.spawn(argv, cwd=work, env=env)
+                proc.reap(5.0, False)
+                if i >= 5:
+                    samples.append(time.perf_counter() - started)
+        finally:
+            starter.close()
+    return samples
+
+
+def acor_run_per_run() -> list[float]:
+    """Seconds per in-process run of a trivial tool through the warm start,
+    as ``acor_run`` runs it."""
+    from acor.cli.discovery.registry import load_registry
+    from acor.cli.run.launch import run
+    from acor.cli.run.warm import WarmStarter
+    with tempfile.TemporaryDirectory(prefix="acor-run-bench-") as work:
+        root = _ping_project(work)
+        saved = {k: os.environ.get(k) for k in ("ACOR_CACHE_DIR",
+                                                "ACOR_NO_PACKAGE_TOOLS")}
+        os.environ.update(ACOR_CACHE_DIR=os.path.join(work, "cache"),
+                          ACOR_NO_PACKAGE_TOOLS="1")
+        starter = WarmStarter()
+        try:
+            registry = load_registry(cwd=root)
+            samples = []
+            for i in range(CALLS + 5):
+                started = time.perf_counter()
+                result = run("ping", [], registry=registry, cwd=root,
+                             warm=starter)
+                if result.exit_code != 0:
+                    raise RuntimeError(f"ping ended {result.state}")
+                if i >= 5:
+                    samples.append(time.perf_counter() - started)
+        finally:
+            starter.close()
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+    return samples
+
+
+def _timed_call(session) -> float:
+    started = time.perf_counter()
+    result = session.request("tools/call", {"name": "ping", "arguments": {}})
+    elapsed = time.perf_counter() - started
+    if result.get("isError"):
+        raise RuntimeError(f"ping failed: {result}")
+    return elapsed
+
+
+def _ms(samples) -> str:
+    ordered = sorted(samples)
+    p90 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.9))]
+    return (f"median {statistics.median(samples) * 1000:.1f} ms, "
+            f"p90 {p90 * 1000:.1f} ms")
+
+
+def _ping_project(work) -> str:
+    root = os.path.join(work, "ping-project")
+    folder = os.path.join(root, "tools", "ping")
+    os.makedirs(folder)
+    with open(os.path.join(folder, "ping.py"), "w") as f:
+        f.write(PING)
+    with open(os.path.join(folder, "manifest.json"), "w") as f:
+        json.dump({"name": "ping", "version": "1.0.0", "entry": "ping.py",
+                   "description": "Answer at once"}, f)
+    then = time.time() - 60
+    for path in (os.path.join(folder, "ping.py"),
+                 os.path.join(folder, "manifest.json"), folder,
+                 os.path.dirname(folder), root):
+        os.utime(path, (then, then))
+    return root
+
+
 class _Session:
     """`acor mcp` after `initialize` was answered."""
 
@@ -94,6 +255,21 @@ class _Session:
                     raise RuntimeError(f"{method}: {message['error']}")
                 return message["result"]
 
+    def burst(self, method, params, count) -> None:
+        """``count`` requests sent at once; returns when all are answered."""
+        ids = set()
+        for _ in range(count):
+            request_id, self.next_id = self.next_id, self.next_id + 1
+            ids.add(request_id)
+            self.send({"jsonrpc": "2.0", "id": request_id, "method": method,
+                       "params": params})
+        while ids:
+            message = self.read()
+            if message.get("id") in ids:
+                if "error" in message or message["result"].get("isError"):
+                    raise RuntimeError(f"{method}: {message}")
+                ids.discard(message["id"])
+
     def read(self) -> dict:
         line = self.process.stdout.readline()
         if not line:
@@ -112,8 +288,8 @@ class _Session:
             self.process.stderr.close()
 
 
-def _session(root, env) -> _Session:
-    process = subprocess.Popen([ACOR, "mcp"], cwd=root, env=env,
+def _session(root, env, argv=None) -> _Session:
+    process = subprocess.Popen(argv or [ACOR, "mcp"], cwd=root, env=env,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     session = _Session(process)

@@ -60,8 +60,18 @@ def _argv_from_values(spec, values):
                     pytrace=False)
 
 
+@pytest.fixture(scope="session")
+def _acor_warm_start():
+    """One warm start for the test session: every ``acor_run`` of a Python
+    tool forks from it instead of starting an interpreter."""
+    from acor.cli.run.warm import WarmStarter
+    warm = WarmStarter()
+    yield warm
+    warm.close()
+
+
 @pytest.fixture
-def acor_run():
+def acor_run(_acor_warm_start):
     """Run a tool through acor: ``acor_run(name, *argv, args=None,
     timeout=None, cwd=None)`` returns its RunResult. ``name`` is a tool's
     name or the path of its folder; ``args`` a dict of values checked
@@ -79,10 +89,11 @@ def acor_run():
                 registry = load_registry(cwd=cwd)
                 spec = registry.get(tool)
                 if spec is None:  # the runner says why, as acor would
-                    return run(tool, [], registry=registry, cwd=cwd)
+                    return run(tool, [], registry=registry, cwd=cwd,
+                               warm=_acor_warm_start)
                 tool = spec
             argv = _argv_from_values(tool, args)
         return run(tool, [os.fspath(a) for a in argv], registry=registry,
-                   cwd=cwd, timeout=timeout)
+                   cwd=cwd, timeout=timeout, warm=_acor_warm_start)
 
     return run_tool

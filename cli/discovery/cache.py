@@ -53,8 +53,9 @@ import time
 
 from acor._safefs import Folder, Unsafe
 
-FORMAT = 5  # 4: package and user tools dirs; specs with origin, args, usage;
-# overrides of package tools. 5: marshal, tool folders not fingerprinted
+FORMAT = 6  # 4: package and user tools dirs; specs with origin, args, usage;
+# overrides of package tools. 5: marshal, tool folders not fingerprinted.
+# 6: specs say whether a tool may start warm
 MAX_BYTES = 8 << 20
 # Racy-timestamp guard (as git does for its index): a file changed twice
 # within one filesystem timestamp tick, with the same size, would look

@@ -62,6 +62,7 @@ _COMMON = {
 ACOR_FIELDS = {
     **_COMMON,
     "entry": (True, _text, "the path of the program, relative to the folder"),
+    "warm": (False, lambda v: isinstance(v, bool), "true or false"),
 }
 WRAPPED_FIELDS = {
     **_COMMON,

@@ -66,7 +66,7 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
         args_schema=data.get("args"), args_public=_public(data),
         stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
-        origin=origin)
+        origin=origin, warm=data.get("warm", True))
 
 
 def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
@@ -94,7 +94,7 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
         args_schema=data.get("args"), args_public=_public(data),
         stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
-        origin=origin)
+        origin=origin, warm=False)
 
 
 def _usage(data: dict):

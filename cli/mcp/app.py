@@ -35,12 +35,17 @@ from acor.cli.mcp.calls import MODERN_VERSIONS, CallHandler
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
-def build_server(catalog, run=None, *,
-                 timeout: float | None = None) -> Server:
+def build_server(catalog, run=None, *, timeout: float | None = None,
+                 warm=None) -> Server:
     """The server for ``catalog`` (a :class:`cli.mcp_tools.Catalog`).
-    ``run`` defaults to the runner's; tests pass their own."""
+    ``run`` defaults to the runner's, with ``warm`` (a
+    :class:`acor.cli.run.warm.WarmStarter`) starting Python tools; tests
+    pass their own."""
     if run is None:
+        from functools import partial
+
         from acor.cli.run.launch import run
+        run = partial(run, warm=warm)
 
     async def list_tools(ctx, params) -> dict:
         # Discovery stats files: off the event loop, like every run. A plain

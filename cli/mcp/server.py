@@ -146,8 +146,15 @@ def serve(only: set[str] | None, timeout: float | None,
         return _fail(Error(f"The MCP SDK failed to import: {exc}",
                            "E_MCP_MISSING", f"python: {sys.executable}",
                            f"Reinstall it: `{INSTALL}`."))
-    return app.serve_stdio(app.build_server(catalog, timeout=timeout), wire,
-                           opening)
+    # Started now, from this thread, once the client has its answer: every
+    # call of a Python tool then forks from it (see acor.cli.run.warm).
+    from acor.cli.run.warm import WarmStarter
+    warm = WarmStarter()
+    try:
+        return app.serve_stdio(app.build_server(catalog, timeout=timeout,
+                                                warm=warm), wire, opening)
+    finally:
+        warm.close()
 
 
 def _fail(error: Error) -> int:

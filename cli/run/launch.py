@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from typing import Callable, Optional, Sequence
 
     from acor.cli.run.relay import Sink
+    from acor.cli.run.warm import WarmStarter
 
     EventCallback = Callable[[Event], None]
 
@@ -74,7 +75,8 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
         inherit_stdin: bool = False, env: Optional[dict] = None,
         handle_signals: bool = False, reap_orphans: bool = False,
         keep_events: bool = True,
-        command: Optional[Sequence[str]] = None) -> RunResult:
+        command: Optional[Sequence[str]] = None,
+        warm: Optional[WarmStarter] = None) -> RunResult:
     """Run ``tool`` (a name, discovered as ``acor list`` does, or a
     :class:`cli.manifest.ToolSpec`) with ``argv`` and return its result.
 
@@ -84,7 +86,9 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     acor argv to build ``next`` commands from (default ``["acor"]``).
     ``handle_signals`` (SIGINT, SIGTERM, SIGHUP cancel the run) and
     ``reap_orphans`` (adopt and end escaped daemons) are for the ``acor``
-    command only: both act on the whole process.
+    command only: both act on the whole process. ``warm`` (a
+    :class:`acor.cli.run.warm.WarmStarter`) forks an eligible Python tool
+    from its server instead of starting an interpreter.
     """
     started = time.monotonic()
     name = tool if isinstance(tool, str) else tool.name
@@ -104,7 +108,7 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     previous = _install_signals(cancel) if handle_signals else None
     try:
         return _run_spec(spec, policy, collector, cancel, cwd, env,
-                         inherit_stdin, reap_orphans, started)
+                         inherit_stdin, reap_orphans, started, warm)
     finally:
         if previous is not None:
             _restore_signals(previous)
@@ -132,7 +136,7 @@ def _resolve(tool, registry, config_path, cwd, argv, command):
 
 
 def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
-              reap_orphans, started) -> RunResult:
+              reap_orphans, started, warm=None) -> RunResult:
     if spec.kind == "wrapped":
         from acor.cli.run.protocols import WrappedProtocol
         protocol = WrappedProtocol(spec)
@@ -151,10 +155,9 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
             for word in spec.argv] + policy.args
     run_env = policy.environment(env, protocol.env())
     try:
-        proc = process.ToolProcess(
-            argv, cwd=policy.cwd(cwd), env=run_env,
-            pass_fds=protocol.pass_fds(),
-            inherit_stdin=inherit_stdin and bool(spec.stdin))
+        proc = _spawn(warm, spec, argv, cwd=policy.cwd(cwd), env=run_env,
+                      pass_fds=protocol.pass_fds(),
+                      inherit_stdin=inherit_stdin and bool(spec.stdin))
     except OSError as exc:
         protocol.spawned()
         return _failed(collector, Error(
@@ -186,6 +189,17 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
                               time.monotonic() - started, policy)
     result.tool_exit_code = proc.returncode
     return result
+
+
+def _spawn(warm, spec, argv, **how):
+    """The tool's process: forked warm when it may be, else started."""
+    if warm is not None and spec.warm and warm.eligible(argv, how["env"]):
+        from acor.cli.run.warm import WarmStartUnavailable
+        try:
+            return warm.spawn(argv, **how)
+        except WarmStartUnavailable:
+            pass  # the server is gone: this run starts cold
+    return process.ToolProcess(argv, **how)
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:

@@ -1,0 +1,369 @@
+"""The warm start's server: a process that has acor's library imported and
+forks a tool from it, so that a call skips the interpreter's start-up and
+the library's imports (see :mod:`acor.cli.run.warm` for the client side).
+
+It is started as ``python -u -P -c BOOT`` with its control socket on a file
+descriptor named in ``ACOR_FORKSERVER_FD``, and stays single-threaded: a
+process with one thread can fork safely and enter new namespaces. Each
+request on the control socket carries the call's socket and file
+descriptors, and a marshalled description (argv, environment, directory,
+sandbox). The server forks the tool, which makes a session of its own,
+takes the call's standard streams, descriptors, environment and directory,
+applies the sandbox, and returns to the top of this interpreter, which runs
+the tool's entry as ``__main__`` and ends as a script ends (:func:`exit`).
+
+On the call's socket the server says ``pid N``, then ``exit STATUS``; the
+client answers ``reap`` once it has read the tool's pipes, and the server
+ends what the tool left behind and says ``done``. What it leaves behind: the
+tool's group, and daemons that escaped it with ``setsid``. Those reach the
+server because the tool is the child-subreaper of its own tree (its orphans
+stay its children while it runs, as on the cold path they stay under the
+``acor`` command) and the server is the subreaper of the tools: when a tool
+exits, its orphans become the server's children, ended at the next reap.
+
+Nothing of a tool is imported here: only the library, once, before the
+heap is frozen for the collector (``gc.freeze``), so that a fork copies as
+little as it can.
+"""
+
+from __future__ import annotations
+
+import gc
+import marshal
+import os
+import select
+import signal
+import socket
+import sys
+
+FD_VAR = "ACOR_FORKSERVER_FD"
+MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
+MAX_FDS = 16              # stdio, the call's socket, a few passed fds
+# The modules a run of a typical tool imports lazily (measured on a run of
+# tools/hello): imported once here so that no call pays for them again.
+PRELOAD = ("acor.tool", "acor.progress", "acor.resumable", "acor.args",
+           "acor.argparsing", "acor.checks", "acor.grammar", "acor.layout",
+           "acor.escaping", "acor.events", "acor.quick", "acor.sessions",
+           "argparse", "json", "re", "traceback", "linecache", "fcntl",
+           "types", "threading", "atexit")
+BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
+        "_code, _globals = _serve()\n"
+        "del _serve\n"
+        "try:\n"
+        "    exec(_code, _globals)\n"
+        "except BaseException as _exc:\n"
+        "    _exit(_exc)\n"
+        "_exit(None)\n")
+_PR_SET_CHILD_SUBREAPER = 36
+_compiled: dict = {}      # (path, mtime_ns, size) -> code: one compile each
+
+
+class _Call:
+    """A tool the server forked: its call's socket, and its pidfd until
+    it has exited."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.exit_fd: int | None = os.pidfd_open(pid)
+
+    def close(self) -> None:
+        self.sock.close()
+        if self.exit_fd is not None:
+            os.close(self.exit_fd)
+
+
+def serve():
+    """Serve requests until the client goes away; in a tool process,
+    return its code and globals to run at the top of the interpreter."""
+    # Ends when the launcher does: its end of the socket closes with it.
+    control = socket.socket(fileno=int(os.environ.pop(FD_VAR)))
+    os.set_inheritable(control.fileno(), False)
+    for name in PRELOAD:
+        try:
+            __import__(name)
+        except ImportError:
+            pass
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    gc.collect()
+    gc.freeze()
+    running: dict[int, _Call] = {}   # by pidfd: tools not yet exited
+    ended: dict[int, _Call] = {}     # by socket fd: waiting for "reap"
+    while True:
+        watched = [control.fileno(), *running, *ended]
+        try:
+            ready, _, _ = select.select(watched, [], [])
+        except InterruptedError:
+            continue
+        for fd in ready:
+            if fd == control.fileno():
+                forked = _accept(control, running)
+                if forked is not None:  # in the forked tool's process
+                    # Closed before the tool's descriptors are placed: a
+                    # socket object closes its number when it is freed.
+                    control.close()
+                    for call in (*running.values(), *ended.values()):
+                        call.close()
+                    return _become_tool(*forked)
+            elif fd in running:
+                call = running.pop(fd)
+                _report_exit(call, ended)
+            elif fd in ended:
+                _reap(ended.pop(fd), running)
+
+
+def _accept(control: socket.socket, running: dict):
+    """Fork the tool of the next request; in the tool's process, return
+    its code and globals."""
+    try:
+        message, fds, _, _ = socket.recv_fds(control, MAX_REQUEST, MAX_FDS)
+    except InterruptedError:
+        return None
+    except OSError:
+        message, fds = b"", []
+    if not message:
+        _end_all(running)
+        os._exit(0)  # the client closed its end: it is gone
+    try:
+        request = marshal.loads(message)
+        targets = [0, 1, 2, *request["pass_fds"]]
+        entry = request["argv"][0]
+    except (EOFError, ValueError, TypeError, KeyError, IndexError):
+        request = None
+    if request is None or len(fds) != 1 + len(targets):
+        _close(fds)
+        return None
+    code = _code_of(entry)
+    pid = os.fork()
+    if pid == 0:
+        return request, fds, targets, code
+    sock = socket.socket(fileno=fds[0])
+    _close(fds[1:])
+    try:
+        call = _Call(pid, sock)
+        sock.sendall(b"pid %d\n" % pid)
+    except OSError:
+        _kill_group(pid)
+        os.waitpid(pid, 0)
+        sock.close()
+        return None
+    running[call.exit_fd] = call
+    return None
+
+
+def _report_exit(call: _Call, ended: dict) -> None:
+    _, status = os.waitpid(call.pid, 0)
+    os.close(call.exit_fd)
+    call.exit_fd = None
+    try:
+        call.sock.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
+    except OSError:
+        pass
+    ended[call.sock.fileno()] = call
+
+
+def _reap(call: _Call, running: dict) -> None:
+    """The client has read the tool's pipes (or is gone): end its group
+    and every orphan the server has adopted, then say so."""
+    _kill_group(call.pid)
+    _end_orphans(running)
+    try:
+        call.sock.sendall(b"done\n")
+    except OSError:
+        pass
+    call.sock.close()
+
+
+def _end_orphans(running: dict) -> None:
+    """SIGKILL and reap the server's children that are not running tools:
+    daemons that escaped tools which have exited (each killed may hand its
+    own children to us, hence the rounds)."""
+    from acor.cli.run.process import children
+    tools = {call.pid for call in running.values()}
+    for _ in range(100):
+        orphans = children() - tools
+        if not orphans:
+            return
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in orphans:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _end_all(running: dict) -> None:
+    for call in running.values():
+        _kill_group(call.pid)
+    _end_orphans({})
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def exit(exc: BaseException | None):
+    """End the tool's process as the interpreter ends a script, less the
+    teardown of every module, which no one can observe and which costs a
+    process holding the library several milliseconds: report an uncaught
+    exception through ``sys.excepthook`` (without this module's frame),
+    wait for non-daemon threads, run ``atexit`` functions, flush the
+    standard streams, then leave with the script's exit status."""
+    code = 0
+    if isinstance(exc, SystemExit):
+        code = _exit_code(exc.code)
+    elif exc is not None:
+        tb = exc.__traceback__
+        sys.excepthook(type(exc), exc, tb.tb_next if tb is not None else tb)
+        code = 1
+    import threading
+    threading._shutdown()  # type: ignore[attr-defined]
+    import atexit
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except Exception:
+            code = code or 120  # as the interpreter does
+    if isinstance(exc, KeyboardInterrupt):
+        # An uncaught Ctrl-C ends a script by SIGINT, for its parent to see.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    os._exit(code)
+
+
+def _exit_code(value) -> int:
+    """sys.exit(value)'s status: None 0, an int itself, anything else
+    printed to stderr and 1."""
+    if value is None:
+        return 0
+    if isinstance(value, int):
+        return value & 0xFF
+    try:
+        sys.stderr.write(f"{value}\n")
+    except Exception:
+        pass
+    return 1
+
+
+def _become_tool(request: dict, fds: list[int], targets: list[int], code):
+    """In the tool's process: its session, streams, descriptors,
+    environment, directory and sandbox; then its code, to run as
+    ``__main__`` at the top of the interpreter."""
+    os.setsid()
+    libc = _libc()
+    if libc is not None:  # its orphans stay its own while it runs
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    _place(fds[1:], targets)
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"])
+    argv = request["argv"]
+    entry = argv[0]
+    sys.argv = list(argv)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
+    from acor import framing
+    framing._inherited = framing.take_token()  # this run's, not ours
+    sandbox = request.get("sandbox")
+    if sandbox is not None:
+        from acor.cli.sandbox import apply_in_child
+        apply_in_child(sandbox)
+    if code is None:
+        # What the interpreter prints for a script it cannot open.
+        try:
+            open(entry, "rb").close()
+            problem = "cannot be read"
+        except OSError as exc:
+            problem = f"[Errno {exc.errno}] {exc.strerror}"
+        sys.stderr.write(f"{sys.executable}: can't open file {entry!r}: "
+                         f"{problem}\n")
+        sys.stderr.flush()
+        os._exit(2)
+    if isinstance(code, SyntaxError):
+        # What the interpreter prints for a script that does not compile.
+        import traceback
+        sys.stderr.write("".join(traceback.format_exception_only(code)))
+        sys.stderr.flush()
+        os._exit(1)
+    import builtins
+    import types
+    from importlib.machinery import SourceFileLoader
+    main = types.ModuleType("__main__")
+    main.__file__ = entry
+    main.__builtins__ = builtins  # type: ignore[attr-defined]
+    main.__loader__ = SourceFileLoader("__main__", entry)
+    main.__cached__ = None  # type: ignore[attr-defined]
+    sys.modules["__main__"] = main
+    return code, main.__dict__
+
+
+def _place(fds: list[int], targets: list[int]) -> None:
+    """Put each received descriptor on its target number (0, 1, 2, then
+    the passed ones) and close every other descriptor: first lift them all
+    above every target, so that no dup2 overwrites one still to place."""
+    import fcntl
+    low = max(targets) + 1
+    lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low) for fd in fds]
+    for fd, target in zip(lifted, targets, strict=True):
+        os.dup2(fd, target)  # inheritable: the tool's programs get them
+    start = 3
+    for target in sorted(set(targets)):
+        if target >= start:
+            os.closerange(start, target)
+            start = target + 1
+    os.closerange(start, 1 << 16)
+
+
+def _code_of(entry: str):
+    """The entry's code object, compiled once per version of the file (a
+    SyntaxError is returned, for the tool's process to report); None when
+    it cannot be read, for the tool's process to fail as Python would."""
+    try:
+        with open(entry, "rb") as f:
+            info = os.fstat(f.fileno())
+            key = (entry, info.st_mtime_ns, info.st_size)
+            code = _compiled.get(key)
+            if code is None:
+                source = f.read()
+                try:
+                    code = compile(source, entry, "exec", dont_inherit=True)
+                except SyntaxError as exc:
+                    return exc
+                if len(_compiled) > 256:
+                    _compiled.clear()
+                _compiled[key] = code
+    except OSError:
+        return None
+    return code
+
+
+def _close(fds) -> None:
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+_loaded_libc: list = []
+
+
+def _libc():
+    """libc through ctypes, loaded once (in the server, before any fork)."""
+    if not _loaded_libc:
+        try:
+            import ctypes
+            _loaded_libc.append(ctypes.CDLL(None, use_errno=True))
+        except (ImportError, OSError):
+            _loaded_libc.append(None)
+    return _loaded_libc[0]

@@ -1,0 +1,205 @@
+"""The warm start: Python tools forked from a server that has acor's
+library loaded, instead of a fresh interpreter per run.
+
+A long-lived caller that runs many tools (``acor mcp``, a test session
+using ``acor_run``) makes one :class:`WarmStarter`; :func:`acor.cli.run.
+launch.run` then starts each eligible tool through it, and gets a
+:class:`WarmProcess`, which behaves as :class:`acor.cli.run.process.
+ToolProcess` does: the same pipes, a group of its own to signal, its exit
+code, and nothing left behind when it is reaped. The server side is
+:mod:`acor.cli.run.forkserver`.
+
+A tool is eligible when its entry is a Python file run by this interpreter
+and its manifest does not say ``"warm": false``, and when the call's
+environment sets no ``PYTHON*`` variable other than the server's (those
+shape an interpreter's start-up, which a fork does not redo). Anything else
+starts cold, as before; so does every run when the server cannot start.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+
+from acor.cli.run.process import widen_pipe
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import BinaryIO, Mapping, Optional, Sequence
+
+# Set for the server by the starter; a tool's own env decides its own.
+_SERVER_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"}
+
+
+class WarmStartUnavailable(Exception):
+    """The server is gone or refused the call: start the tool cold."""
+
+
+class WarmStarter:
+    """One fork server, started now, ended by :meth:`close` (or with this
+    process). Thread-safe: concurrent runs share it."""
+
+    def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
+        from acor.cli.run.forkserver import BOOT, FD_VAR
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        base = dict(os.environ if env is None else env)
+        base.update(_SERVER_ENV)
+        base[FD_VAR] = str(theirs.fileno())
+        self._python_env = _python_vars(base, exclude=(FD_VAR,))
+        self._server = subprocess.Popen(
+            # -P: no "" (the directory) first on its path, so that it loads
+            # acor from where this acor came from, whatever it runs in.
+            [sys.executable, "-u", "-P", "-c", BOOT], cwd="/",
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, env=base, pass_fds=(theirs.fileno(),))
+        theirs.close()
+        self._control = mine
+        self._lock = threading.Lock()
+
+    def eligible(self, argv: Sequence[str], env: Mapping[str, str]) -> bool:
+        """Whether ``argv`` (the tool's full command) can start warm with
+        ``env`` (its environment)."""
+        return (len(argv) >= 3 and argv[0] == sys.executable and
+                argv[1] == "-u" and argv[2].endswith(".py") and
+                self._server.poll() is None and
+                _python_vars(env) == self._python_env)
+
+    def spawn(self, argv: Sequence[str], *, cwd: Optional[str],
+              env: Mapping[str, str], pass_fds: Sequence[int] = (),
+              inherit_stdin: bool = False,
+              sandbox: Optional[dict] = None) -> WarmProcess:
+        """Start ``argv`` (eligible, see :meth:`eligible`) forked from the
+        server; raises :class:`WarmStartUnavailable` if it cannot."""
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        widen_pipe(out_r)
+        stdin = 0 if inherit_stdin else os.open(os.devnull, os.O_RDONLY)
+        call, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        request = {"argv": list(argv[2:]), "env": dict(env),
+                   "cwd": os.path.abspath(cwd or os.getcwd()),
+                   "pass_fds": list(pass_fds)}
+        if sandbox is not None:
+            request["sandbox"] = sandbox
+        try:
+            with self._lock:
+                socket.send_fds(self._control, [marshal.dumps(request)],
+                                [theirs.fileno(), stdin, out_w, err_w,
+                                 *pass_fds])
+        except OSError as exc:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            call.close()
+            raise WarmStartUnavailable(str(exc)) from None
+        finally:
+            for fd in (out_w, err_w) + (() if inherit_stdin else (stdin,)):
+                os.close(fd)
+            theirs.close()
+        try:
+            return WarmProcess(call, out_r, err_r)
+        except WarmStartUnavailable:
+            for fd in (out_r, err_r):
+                os.close(fd)
+            call.close()
+            raise
+
+    def close(self) -> None:
+        """End the server (its running tools keep their supervisors)."""
+        self._control.close()
+        try:
+            self._server.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            self._server.kill()
+            self._server.wait()
+
+
+class _Pipes:
+    """What the relay reads of a process: ``stdout`` and ``stderr``, and
+    ``poll()``, as on a Popen."""
+
+    def __init__(self, owner: WarmProcess, out_fd: int, err_fd: int) -> None:
+        self.stdout: BinaryIO = os.fdopen(out_fd, "rb", buffering=0)
+        self.stderr: BinaryIO = os.fdopen(err_fd, "rb", buffering=0)
+        self._owner = owner
+
+    def poll(self) -> Optional[int]:
+        return self._owner.poll()
+
+
+class WarmProcess:
+    """A tool forked by the server: what :class:`ToolProcess` offers, its
+    exit code reported by its supervisor over the call's socket."""
+
+    def __init__(self, call: socket.socket, out_fd: int, err_fd: int) -> None:
+        self._call = call
+        self._buffer = b""
+        self.returncode: Optional[int] = None
+        line = self._line(timeout=10.0)
+        if line is None or not line.startswith(b"pid "):
+            raise WarmStartUnavailable("the fork server did not start it")
+        self.pid = int(line[4:])
+        self.proc = _Pipes(self, out_fd, err_fd)
+
+    def _line(self, timeout: Optional[float]) -> Optional[bytes]:
+        """The supervisor's next line; None on timeout or when it is gone."""
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([self._call], [], [], timeout)
+            if not ready:
+                return None
+            try:
+                data = self._call.recv(256)
+            except OSError:
+                data = b""
+            if not data:
+                return None
+            self._buffer += data
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            self._read_exit(0)
+        return self.returncode
+
+    def _read_exit(self, timeout: Optional[float]) -> None:
+        line = self._line(timeout)
+        if line is not None and line.startswith(b"exit "):
+            self.returncode = int(line[5:])
+        elif line is None and timeout is None:
+            self.returncode = -signal.SIGKILL  # its supervisor is gone
+
+    def kill_group(self, sig: int) -> None:
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+    def reap(self, grace: float, reap_orphans: bool) -> None:
+        """Wait for the tool (``grace`` seconds, then SIGKILL), then have
+        its supervisor end whatever it left behind, group and orphans
+        alike (the supervisor is their subreaper, whatever
+        ``reap_orphans`` says: on this path nothing else would be)."""
+        if self.returncode is None:
+            self._read_exit(grace)
+        if self.returncode is None:
+            self.kill_group(signal.SIGKILL)
+            self._read_exit(None)
+        self.kill_group(signal.SIGKILL)
+        try:
+            self._call.sendall(b"reap\n")
+        except OSError:
+            pass
+        self._line(timeout=5.0)  # "done": the orphans are ended
+        self._call.close()
+        for stream in (self.proc.stdout, self.proc.stderr):
+            stream.close()
+
+
+def _python_vars(env: Mapping[str, str], exclude=()) -> dict:
+    return {key: value for key, value in env.items()
+            if key.startswith("PYTHON") and key not in exclude}

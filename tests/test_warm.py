@@ -1,0 +1,270 @@
+"""The warm start: a Python tool forked from acor's server is, for
+everything the protocol promises, the same tool as one started cold."""
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+
+import pytest
+
+from acor.cli.run.launch import Cancel, run
+from acor.cli.run.warm import WarmStarter
+from conftest import pid_alive
+
+REPORT = """
+    '''The report's docstring.'''
+    import json, os, sys
+    from acor import AcorTool
+    with AcorTool() as tool:
+        tool.output({
+            "argv": sys.argv, "file": __file__, "name": __name__,
+            "cwd": os.getcwd(), "path0": sys.path[0],
+            "env": os.environ.get("WARM_PROBE"),
+            "frame_env": [k for k in os.environ if k.startswith("ACOR_FRAME")],
+            "stdin": sys.stdin.read(),
+            "stdout_fd": os.isatty(1), "pgid_is_pid": os.getpgid(0) == os.getpid(),
+            "sid_is_pid": os.getsid(0) == os.getpid(),
+            "main_module": sys.modules["__main__"].__dict__ is globals(),
+            "doc": __doc__, "builtins": type(__builtins__).__name__,
+            "loader": type(__loader__).__name__, "spec": __spec__,
+            "sigint": str(__import__("signal").getsignal(2)),
+            "sigpipe": str(__import__("signal").getsignal(13)),
+        })
+"""
+
+
+@pytest.fixture
+def tools(project, monkeypatch):
+    for key, value in project.env.items():
+        if key.startswith("ACOR_"):
+            monkeypatch.setenv(key, value)
+    monkeypatch.delenv("ACOR_CONFIG", raising=False)
+    monkeypatch.chdir(project.root)
+    return project
+
+
+@pytest.fixture(scope="module")
+def starter():
+    warm = WarmStarter()
+    yield warm
+    warm.close()
+
+
+def both(name, argv=(), starter=None, **kwargs):
+    """The result of a cold run and of a warm one, the warm one checked to
+    have started warm."""
+    cold = run(name, list(argv), **kwargs)
+    warm = run(name, list(argv), warm=starter, **kwargs)
+    return cold, warm
+
+
+def test_what_a_tool_sees_of_its_start_is_the_same_warm(tools, starter):
+    tools.add_tool("report", REPORT)
+    (tools.root / "sub").mkdir()
+    env = {"WARM_PROBE": "yes"}
+    from acor.cli.discovery.registry import load_registry
+    cold, warm = both("report", ["a b", "--x"], starter, env=env,
+                      cwd=str(tools.root / "sub"),
+                      registry=load_registry(cwd=str(tools.root)))
+    assert cold.state == warm.state == "complete", (cold.errors, warm.errors)
+    assert warm.data == cold.data
+    assert warm.data["argv"][1:] == ["a b", "--x"]
+    assert warm.data["name"] == "__main__" and warm.data["main_module"]
+    assert warm.data["frame_env"] == []  # the token is taken, not left
+    assert warm.data["pgid_is_pid"] and warm.data["sid_is_pid"]
+
+
+def test_a_warm_run_is_forked_not_started(tools, starter):
+    tools.add_tool("origin", """
+        import sys
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output({"orig": sys.orig_argv, "mods": "acor.tool" in
+                         sys.modules})
+    """)
+    cold, warm = both("origin", (), starter)
+    assert "-c" not in cold.data["orig"] and "-c" in warm.data["orig"]
+
+
+def test_a_manifest_can_opt_out_of_the_warm_start(tools, starter):
+    tools.add_tool("cold", """
+        import sys
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output({"orig": sys.orig_argv})
+    """, warm=False)
+    result = run("cold", [], warm=starter)
+    assert "-c" not in result.data["orig"]
+
+
+@pytest.mark.parametrize("code, state", [
+    ("import sys; sys.exit(0)", "failed"),       # no final status
+    ("import sys; sys.exit(5)", "failed"),
+    ("raise ValueError('boom')", "failed"),
+    ("import os; os._exit(7)", "failed"),
+    ("def (", "failed"),                         # does not compile
+    ("""
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.fail("nope", code="E_NOPE")
+""", "failed"),
+    ("""
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.input_needed("which?", fields={"x": {"type": "string"}})
+""", "input_needed"),
+])
+def test_endings_and_exit_codes_are_the_same_warm(tools, starter, code,
+                                                  state):
+    tools.add_tool("ending", code)
+    cold, warm = both("ending", (), starter)
+    assert (warm.state, warm.exit_code, warm.error_code,
+            warm.tool_exit_code) == (cold.state, cold.exit_code,
+                                     cold.error_code, cold.tool_exit_code)
+    assert warm.state == state
+
+
+def test_a_crash_names_the_tools_own_line_warm(tools, starter):
+    tools.add_tool("crash", """
+        from acor import AcorTool
+        with AcorTool() as tool:
+            raise KeyError("missing")
+    """)
+    cold, warm = both("crash", (), starter)
+    assert [e.to_dict().get("details") for e in warm.errors] == \
+        [e.to_dict().get("details") for e in cold.errors]
+
+
+def test_stdin_is_the_callers_when_the_tool_reads_it(tools, starter,
+                                                     tmp_path):
+    tools.add_tool("report", REPORT)
+    result = run("report", [], warm=starter)
+    assert result.data["stdin"] == ""  # /dev/null unless the tool asks
+
+
+SLOW = """
+    import os, subprocess, sys, time
+    from acor import AcorTool
+    with AcorTool() as tool:
+        child = subprocess.Popen([sys.executable, "-c",
+                                  "import time; time.sleep(60)"])
+        daemon = subprocess.Popen([sys.executable, "-c",
+                                   "import os, time; os.setsid(); "
+                                   "time.sleep(60)"])
+        with open(os.environ["PIDS"], "w") as f:
+            f.write(f"{child.pid} {daemon.pid}")
+        tool.progress(10, "started")
+        time.sleep(60)
+"""
+
+
+def _wait_for(path):
+    for _ in range(500):
+        if path.exists() and path.read_text():
+            return [int(p) for p in path.read_text().split()]
+        time.sleep(0.01)
+    raise AssertionError("the tool never started")
+
+
+def test_a_timeout_ends_the_whole_tree_warm(tools, starter, tmp_path):
+    tools.add_tool("slow", SLOW)
+    pids = tmp_path / "pids"
+    result = run("slow", [], warm=starter, timeout=1.5,
+                 env={"PIDS": str(pids)})
+    assert (result.state, result.error_code, result.exit_code) == (
+        "timeout", "E_TIMEOUT", 124)
+    for pid in _wait_for(pids):
+        for _ in range(200):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.01)
+        assert not pid_alive(pid), pid
+
+
+def test_a_cancel_signals_the_group_and_ends_cancelled_warm(tools, starter,
+                                                            tmp_path):
+    tools.add_tool("slow", SLOW)
+    pids = tmp_path / "pids"
+    cancel = Cancel()
+    box = {}
+    worker = threading.Thread(target=lambda: box.update(r=run(
+        "slow", [], warm=starter, cancel=cancel, env={"PIDS": str(pids)})))
+    worker.start()
+    child, daemon = _wait_for(pids)
+    cancel.set(signal.SIGTERM)
+    worker.join(30)
+    cancel.close()
+    assert box["r"].state == "cancelled" and box["r"].exit_code == 130
+    for pid in (child, daemon):
+        for _ in range(200):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.01)
+        assert not pid_alive(pid), pid
+
+
+def test_programs_the_tool_starts_cannot_read_the_token_warm(tools,
+                                                             starter):
+    tools.add_tool("spy", """
+        import os, subprocess, sys
+        from acor import AcorTool
+        with AcorTool() as tool:
+            out = subprocess.run(
+                [sys.executable, "-c",
+                 "import os; print(sorted(k for k in os.environ "
+                 "if k.startswith('ACOR_FRAME'))); "
+                 "print(len(os.listdir('/proc/self/fd')))"],
+                capture_output=True, text=True).stdout.split("\\n")
+            tool.output({"env": out[0], "fds": int(out[1])})
+    """)
+    cold, warm = both("spy", (), starter)
+    assert warm.data == cold.data and warm.data["env"] == "[]"
+
+
+def test_concurrent_warm_runs_each_get_their_own_result(tools, starter):
+    tools.add_tool("echo", """
+        import sys
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output({"n": sys.argv[1]})
+    """)
+    results = {}
+
+    def one(n):
+        results[n] = run("echo", [str(n)], warm=starter)
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert {n: r.data for n, r in results.items()} == \
+        {n: {"n": str(n)} for n in range(16)}
+
+
+def test_a_run_starts_cold_when_the_server_is_gone(tools):
+    tools.add_tool("echo", """
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output({"ok": True})
+    """)
+    warm = WarmStarter()
+    warm._server.kill()
+    warm._server.wait()
+    result = run("echo", [], warm=warm)
+    warm.close()
+    assert result.state == "complete" and result.data == {"ok": True}
+
+
+def test_a_changed_entry_is_compiled_again(tools, starter):
+    tools.add_tool("v", """
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output({"v": 1})
+    """)
+    assert run("v", [], warm=starter).data == {"v": 1}
+    entry = tools.root / "tools" / "v" / "v.py"
+    entry.write_text(entry.read_text().replace('"v": 1', '"v": 22'))
+    assert run("v", [], warm=starter).data == {"v": 22}
