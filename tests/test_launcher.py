@@ -531,7 +531,7 @@ def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
         "def hook(event, args):\n"
         "    if event == 'import':\n"
         "        seen.append(args[0])\n"
-        "    elif event == 'subprocess.Popen':  # the tool's spawn\n"
+        "    elif event == 'os.posix_spawn':  # the tool's spawn\n"
         f"        open({str(report)!r}, 'w').write('\\n'.join(seen))\n"
         "sys.addaudithook(hook)\n"
         "from acor.cli.entry import main\n"
@@ -543,5 +543,29 @@ def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
     assert "acor.cli.discovery.spec" in before  # the registry came from the cache
     late = {"json", "acor.cli.discovery.manifest", "acor.grammar", "acor.decode",
             "acor.jsonlines", "orjson", "yaml", "click", "rich",
-            "importlib.metadata", "typing"}
+            "importlib.metadata", "typing",
+            # acor is the whole process: it spawns without subprocess
+            "subprocess", "ctypes"}
     assert before & late == set()
+
+
+def test_the_tool_gets_no_descriptor_acor_inherited(project):
+    # acor spawns without subprocess; like subprocess's close_fds, what the
+    # caller leaked to acor (an inheritable descriptor) stops at acor.
+    project.add_tool("fds", "import os\nfrom acor import AcorTool\n"
+                            "with AcorTool() as tool:\n"
+                            "    tool.output(sorted(os.listdir('/proc/self/fd'),"
+                            " key=int))\n")
+    read_end, write_end = os.pipe()
+    leaked = os.dup2(read_end, 57)
+    try:
+        result = project.run("--format", "json", "fds", pass_fds=(leaked,))
+    finally:
+        for fd in (read_end, write_end, leaked):
+            os.close(fd)
+    assert result.returncode == 0, result.stdout
+    outputs = [json.loads(line) for line in result.stdout.splitlines()]
+    listed = [e for e in outputs if e["type"] == "output_data"][0]["data"]
+    # 0-2, and the directory listdir had open: nothing of the caller's
+    assert listed[:3] == ["0", "1", "2"] and "57" not in listed, listed
+    assert len(listed) == 4, listed

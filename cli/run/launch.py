@@ -147,7 +147,8 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         collector.emit(Status("cancelled"))
         return collector.finish(exitcodes.CANCELLED, "cancelled",
                                 time.monotonic() - started, policy)
-    if reap_orphans:  # acor is the whole process: its orphans are its own
+    alone = reap_orphans  # acor is the whole process, this run its only one
+    if reap_orphans:  # its orphans are its own
         reap_orphans = process.adopt_orphans()
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
@@ -157,7 +158,8 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     try:
         proc = _spawn(warm, spec, argv, cwd=policy.cwd(cwd), env=run_env,
                       pass_fds=protocol.pass_fds(),
-                      inherit_stdin=inherit_stdin and bool(spec.stdin))
+                      inherit_stdin=inherit_stdin and bool(spec.stdin),
+                      alone=alone)
     except OSError as exc:
         protocol.spawned()
         return _failed(collector, Error(
@@ -193,13 +195,14 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
 
 def _spawn(warm, spec, argv, **how):
     """The tool's process: forked warm when it may be, else started."""
+    alone = how.pop("alone", False)
     if warm is not None and spec.warm and warm.eligible(argv, how["env"]):
         from acor.cli.run.warm import WarmStartUnavailable
         try:
             return warm.spawn(argv, **how)
         except WarmStartUnavailable:
             pass  # the server is gone: this run starts cold
-    return process.ToolProcess(argv, **how)
+    return process.ToolProcess(argv, alone=alone, **how)
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:

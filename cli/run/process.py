@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Mapping, Optional, Sequence
+    from typing import Any, Mapping, Optional, Sequence
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -35,16 +34,29 @@ PIPE_SIZE = 1 << 20
 
 
 class ToolProcess:
-    """One spawned tool: its Popen, its group, and how to end it."""
+    """One spawned tool: its process (``proc``: its pipes and ``poll``),
+    its group, and how to end it.
+
+    ``alone`` says this process runs nothing else at the same time (the
+    ``acor`` command): the tool is then started with ``posix_spawn``,
+    without importing :mod:`subprocess` (about 3 ms of every ``acor
+    TOOL``). Elsewhere, and where a working directory must be set, it is a
+    :class:`subprocess.Popen`."""
 
     def __init__(self, argv: Sequence[str], *, cwd: Optional[str],
                  env: Mapping[str, str], pass_fds: Sequence[int] = (),
-                 inherit_stdin: bool = False) -> None:
-        self.proc = subprocess.Popen(
-            list(argv), stdin=None if inherit_stdin else subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-            env=dict(env), pass_fds=tuple(pass_fds),
-            start_new_session=True)  # its own group: signals reach all of it
+                 inherit_stdin: bool = False, alone: bool = False) -> None:
+        self.proc: Any
+        if alone and cwd is None and hasattr(os, "posix_spawn"):
+            self.proc = _Spawned(argv, env, pass_fds, inherit_stdin)
+        else:
+            import subprocess
+            self.proc = subprocess.Popen(
+                list(argv),
+                stdin=None if inherit_stdin else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                env=dict(env), pass_fds=tuple(pass_fds),
+                start_new_session=True)  # its own group: signals reach all
         self.pid = self.proc.pid
         widen_pipe(self.proc.stdout.fileno())
 
@@ -65,9 +77,7 @@ class ToolProcess:
         """Wait for the tool (``grace`` seconds, then SIGKILL), then end
         whatever it left in its group, and its escaped orphans if this
         process is their subreaper."""
-        try:
-            self.proc.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+        if not _waited(self.proc, grace):
             self.kill_group(signal.SIGKILL)
             self.proc.wait()
         self.kill_group(signal.SIGKILL)  # a daemon or grandchild in the group
@@ -75,6 +85,120 @@ class ToolProcess:
             end_orphans()
         for stream in (self.proc.stdout, self.proc.stderr):
             stream.close()
+
+
+def _waited(proc, timeout: float) -> bool:
+    """Whether ``proc`` exited within ``timeout`` seconds (and is reaped)."""
+    if isinstance(proc, _Spawned):
+        return proc.wait(timeout) is not None
+    import subprocess
+    try:
+        proc.wait(timeout=timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        return False
+
+
+class _Spawned:
+    """A tool started with ``posix_spawn`` in a session of its own: what
+    the launcher uses of a Popen (``pid``, ``stdout``, ``stderr``,
+    ``poll``, ``wait``, ``returncode``), with the same start: stdin from
+    /dev/null unless inherited, SIGPIPE and SIGXFSZ to their defaults, only
+    ``pass_fds`` and the standard streams passed on. Only for a process
+    that starts nothing else meanwhile: ``pass_fds`` are inheritable while
+    it spawns."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str],
+                 pass_fds: Sequence[int], inherit_stdin: bool) -> None:
+        path = _executable(argv[0], env)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        actions: list = [(os.POSIX_SPAWN_DUP2, out_w, 1),
+                         (os.POSIX_SPAWN_DUP2, err_w, 2)]
+        if not inherit_stdin:
+            actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY,
+                            0))
+        # What subprocess's close_fds does: no descriptor acor inherited
+        # itself reaches the tool.
+        actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()
+                    if fd > 2 and fd not in pass_fds]
+        for fd in pass_fds:
+            os.set_inheritable(fd, True)
+        try:
+            self.pid = os.posix_spawn(
+                path, list(argv), dict(env), file_actions=actions,
+                setsid=True, setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+        except BaseException:
+            os.close(out_r)
+            os.close(err_r)
+            raise
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+            for fd in pass_fds:
+                os.set_inheritable(fd, False)
+        self.stdout = open(out_r, "rb", buffering=0)
+        self.stderr = open(err_r, "rb", buffering=0)
+        self.returncode: Optional[int] = None
+
+    def poll(self) -> Optional[int]:
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+    def wait(self, timeout: Optional[float] = None) -> Optional[int]:
+        """The exit code once the tool has exited; None if it is still
+        running after ``timeout`` seconds."""
+        if self.returncode is None and timeout is not None:
+            exit_fd = pidfd(self.pid)
+            if exit_fd is None:
+                import time
+                end = time.monotonic() + timeout
+                while self.poll() is None and time.monotonic() < end:
+                    time.sleep(0.005)
+            else:
+                import select
+                try:
+                    if not select.select([exit_fd], [], [], timeout)[0]:
+                        return None
+                finally:
+                    os.close(exit_fd)
+        if self.returncode is None:
+            pid, status = os.waitpid(self.pid, 0 if timeout is None
+                                     else os.WNOHANG)
+            if pid:
+                self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def _executable(name: str, env: Mapping[str, str]) -> str:
+    """The program ``name`` names, searched on the tool's PATH as
+    subprocess searches it; FileNotFoundError as subprocess raises it."""
+    if os.sep in name:
+        return name
+    for folder in os.get_exec_path(env):
+        path = os.path.join(folder, name)
+        if os.access(path, os.X_OK) and not os.path.isdir(path):
+            return path
+    import errno
+    raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), name)
+
+
+def _inheritable_fds() -> list[int]:
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    fds = []
+    for name in names:
+        try:
+            if os.get_inheritable(int(name)):
+                fds.append(int(name))
+        except (OSError, ValueError):
+            pass
+    return fds
 
 
 def adopt_orphans() -> bool:
@@ -86,12 +210,8 @@ def adopt_orphans() -> bool:
     child would become ours."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        import ctypes  # ~3 ms: the price of leaving no process behind
-        libc = ctypes.CDLL(None, use_errno=True)
-        return bool(libc.prctl(36, 1, 0, 0, 0) == 0)  # CHILD_SUBREAPER
-    except (ImportError, OSError, AttributeError):
-        return False
+    prctl = libc_function("prctl")
+    return prctl is not None and prctl(36, 1, 0, 0, 0) == 0  # SUBREAPER
 
 
 def tune_allocator() -> None:
@@ -103,13 +223,32 @@ def tune_allocator() -> None:
     Elsewhere than glibc, nothing changes."""
     if not sys.platform.startswith("linux"):
         return
+    mallopt = libc_function("mallopt")
+    if mallopt is not None:
+        mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
+        mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep it for reuse
+
+
+def libc_function(name: str):
+    """The C library's function ``name``, taking and returning C ints, or
+    None where there is none. Built on ``_ctypes``, the C half of
+    :mod:`ctypes`: ``import ctypes`` costs every ``acor TOOL`` about 3 ms
+    for what is here two calls."""
     try:
-        import ctypes
-        libc = ctypes.CDLL(None)
-        libc.mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD
-        libc.mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep it for reuse
-    except (ImportError, OSError, AttributeError):
-        pass
+        import _ctypes
+    except ImportError:
+        return None
+
+    class _Int(_ctypes._SimpleCData):  # what ctypes calls c_int
+        _type_ = "i"
+
+    class _Function(_ctypes.CFuncPtr):
+        _flags_ = _ctypes.FUNCFLAG_CDECL
+        _restype_ = _Int
+    try:
+        return _Function(_ctypes.dlsym(_ctypes.dlopen(None, 2), name))
+    except (OSError, AttributeError):
+        return None
 
 
 def end_orphans(rounds: int = 100) -> None:
