@@ -143,6 +143,9 @@ def _cells(result):
     if unit == "x":
         cells = (f"{value:.2f}x" if value is not None else None,
                  f"<= {target:g}x")
+    elif unit == "x faster":
+        cells = (f"{value:.2f}x" if value is not None else None,
+                 f">= {target:g}x")
     elif unit == "/s":
         cells = (f"{value:,.0f}/s" if value is not None else None,
                  f">= {target:,.0f}/s")
@@ -158,13 +161,16 @@ def _cells(result):
     return cells[0] or "-", cells[1]
 
 
+HIGHER_IS_BETTER = ("/s", "MB/s", "x faster")
+
+
 def verdict(result):
     if result.ok is None:
         return "skipped"
     if not result.ok:
         return "MISSED"
     if result.value is not None and (
-            result.value < result.target if result.unit in ("/s", "MB/s")
+            result.value < result.target if result.unit in HIGHER_IS_BETTER
             else result.value > result.target):
         return "yes (within noise)"
     return "yes"

@@ -133,7 +133,7 @@ def concurrent_calls() -> Result:
     cores = min(os.cpu_count() or 1, 10)
     return bound_result("MCP, 10 concurrent calls", "10 calls at once "
                         "against 10 one after another (speed-up)",
-                        speedups, round(cores * 0.6, 2), "x",
+                        speedups, round(cores * 0.6, 2), "x faster",
                         higher_is_better=True,
                         detail=f"{cores} cores: ideal {cores}x")
 

@@ -48,7 +48,7 @@ def rows(work, env):
                 lambda: progress.per_item(env, under_acor=False)),
         measure("progress run directly", 100, "sections",
                 lambda: progress.direct_sections(env)),
-        measure("launcher overhead", 1.15, "x",
+        measure("launcher overhead", 1.10, "x",
                 lambda: startup.launcher(env, project)),
     ]
     for fmt in ("markdown", "json"):

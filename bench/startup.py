@@ -40,7 +40,7 @@ def launcher(env, project):
                     for _ in range(scale(10, 2)))
     result = ratio_result("launcher overhead",
                           "`acor hello` / a subprocess relay of hello", a, b,
-                          1.15)
+                          1.10)
     result.detail += f"; hello alone {direct[len(direct) // 2] * 1000:.1f} ms"
     return result
 
