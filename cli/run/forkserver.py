@@ -45,7 +45,8 @@ PRELOAD = ("acor.tool", "acor.progress", "acor.resumable", "acor.args",
            "acor.argparsing", "acor.checks", "acor.grammar", "acor.layout",
            "acor.escaping", "acor.events", "acor.quick", "acor.sessions",
            "argparse", "json", "re", "traceback", "linecache", "fcntl",
-           "types", "threading", "atexit")
+           "types", "threading", "atexit", "builtins",
+           "importlib.machinery")
 BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
         "_code, _globals = _serve()\n"
         "del _serve\n"
@@ -266,8 +267,7 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code):
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     _place(fds[1:], targets)
     os.chdir(request["cwd"])
-    os.environ.clear()
-    os.environ.update(request["env"])
+    _set_environment(request["env"])
     argv = request["argv"]
     entry = argv[0]
     sys.argv = list(argv)
@@ -305,6 +305,18 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code):
     main.__cached__ = None  # type: ignore[attr-defined]
     sys.modules["__main__"] = main
     return code, main.__dict__
+
+
+def _set_environment(env: dict) -> None:
+    """Make ``os.environ`` (and the C environment) exactly ``env``,
+    changing only what differs from the server's: most of a tool's
+    environment is the launcher's, which the server started with."""
+    current = os.environ
+    for key in [key for key in current if key not in env]:
+        del current[key]
+    for key, value in env.items():
+        if current.get(key) != value:
+            current[key] = value
 
 
 def _place(fds: list[int], targets: list[int]) -> None:
