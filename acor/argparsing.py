@@ -1,7 +1,9 @@
-"""argparse parsers built from an args schema (see :mod:`acor.args`).
+"""argparse parsers built from an args schema (see :mod:`acor.args`):
+:func:`parse` (what ``tool.parse_args()`` uses) and :func:`to_argparse`.
 
 Imported only by tools that parse their arguments: argparse and its
-gettext cost more than the rest of a small tool.
+gettext cost more than the rest of a small tool. It uses :mod:`acor.args`,
+never the other way round.
 """
 
 import argparse
@@ -139,3 +141,10 @@ def parse(schema, argv, prog, description=None) -> argparse.Namespace:
         if prop["type"] == "array" and getattr(values, name) is None:
             setattr(values, name, list(prop.get("default", [])))
     return values
+
+
+def to_argparse(prog, schema) -> argparse.ArgumentParser:
+    """An argparse parser for ``schema``; ``prog`` starts the usage line
+    (e.g. "acor hello"). It behaves as argparse does: a usage error or
+    --help prints and exits."""
+    return build(argparse.ArgumentParser, prog, schema)

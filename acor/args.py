@@ -28,17 +28,14 @@ and may hold ``"metavar"`` (how usage and help name the value, e.g.
 shown: tests, demos); other ``x-acor`` keys are ignored.
 
 :func:`validate` checks the values of a call (a dict, as from JSON);
-:func:`to_argv` turns valid values into an argv; :func:`to_argparse` builds
-the parser :meth:`acor.AcorTool.parse_args` uses; :func:`usage` and
-:func:`public_schema` describe the tool to people and agents.
+:func:`to_argv` turns valid values into an argv; :mod:`acor.argparsing`
+builds from a schema the parser :meth:`acor.AcorTool.parse_args` uses;
+:func:`usage` and :func:`public_schema` describe the tool to people and
+agents.
 """
 
 import json
 import math
-
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
-if TYPE_CHECKING:
-    import argparse
 
 SCALARS = ("string", "integer", "number", "boolean")
 _TOP_KEYS = {"type", "properties", "required", "additionalProperties",
@@ -375,21 +372,3 @@ def usage(name, schema) -> str:
         text = text if arg in required else f"[{text}]"
         parts.append(text + ("..." if prop["x-acor"].get("repeat") else ""))
     return " ".join(parts)
-
-
-def to_argparse(prog, schema) -> "argparse.ArgumentParser":
-    """An argparse parser for ``schema``; ``prog`` starts the usage line
-    (e.g. "acor hello"). It behaves as argparse does: a usage error or
-    --help prints and exits."""
-    import argparse
-
-    from .argparsing import build
-    return build(argparse.ArgumentParser, prog, schema)
-
-
-def parse(schema, argv, prog, description=None) -> "argparse.Namespace":
-    """Parse ``argv`` with ``schema``: a Namespace with one attribute per
-    property (absent values are their defaults; an array flag not given is
-    its default or []). Raises UsageError or HelpRequested, never exits."""
-    from .argparsing import parse as parse_argv
-    return parse_argv(schema, argv, prog, description)

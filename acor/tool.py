@@ -373,10 +373,11 @@ class AcorTool(ProgressMixin, ResumableMixin):
                     f"(see acor.args), or parse_args(schema=...)")
         argv = sys.argv[1:] if argv is None else list(argv)
         description = self._manifest_data().get("description")
+        from . import argparsing
         try:
-            return args.parse(schema, argv, " ".join(self.command()),
-                              description if isinstance(description, str)
-                              else None)
+            return argparsing.parse(schema, argv, " ".join(self.command()),
+                                    description if isinstance(description,
+                                                              str) else None)
         except args.HelpRequested as asked:
             self.start().output(asked.text.rstrip("\n")).stop()
             raise SystemExit(exitcodes.OK) from None

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import acor.tool as tool_module
-from acor import AcorStateError, AcorTool, args, grammar
+from acor import AcorStateError, AcorTool, argparsing, args, grammar
 from acor.events import Error, InputNeeded, Output, Status
 
 SCHEMA = {
@@ -140,7 +140,7 @@ def test_fuzz_schema_problems_answers_any_manifest_value(schema):
     if not problems:  # what it accepts, the rest of the module can use
         args.usage("acor t", schema)
         args.public_schema(schema)
-        args.to_argparse("t", schema)
+        argparsing.to_argparse("t", schema)
 
 
 def test_a_flag_used_twice_is_a_problem():
@@ -231,7 +231,7 @@ VALUES = st.fixed_dictionaries({"file": st.text(min_size=1)}, optional={
 def test_property_to_argv_parses_back_to_the_same_values(values):
     # Whatever the text (a leading "-", "--", "=", spaces), the tool's
     # parser reads back exactly what the caller meant.
-    parsed = vars(args.parse(SCHEMA, args.to_argv(SCHEMA, values), "t"))
+    parsed = vars(argparsing.parse(SCHEMA, args.to_argv(SCHEMA, values), "t"))
     for name, value in values.items():
         assert parsed[name] == value, name
 
@@ -258,7 +258,7 @@ def test_usage_lists_positionals_then_flags_and_hides_hidden_ones():
 # --- parse and to_argparse ------------------------------------------------------
 
 def test_parse_gives_attributes_with_defaults():
-    values = args.parse(SCHEMA, ["a.csv", "--rows", "7", "--tag", "x",
+    values = argparsing.parse(SCHEMA, ["a.csv", "--rows", "7", "--tag", "x",
                                  "--tag=y", "--quiet"], "t")
     assert vars(values) == {"file": "a.csv", "more": [], "key": None,
                             "rows": 7, "ratio": None, "mode": None,
@@ -277,14 +277,14 @@ def test_parse_gives_attributes_with_defaults():
 ])
 def test_parse_raises_usage_errors_with_the_usage(argv, message):
     with pytest.raises(args.UsageError) as raised:
-        args.parse(SCHEMA, argv, "acor t")
+        argparsing.parse(SCHEMA, argv, "acor t")
     assert raised.value.message.startswith(message)
     assert raised.value.usage == "usage: " + args.usage("acor t", SCHEMA)
 
 
 def test_help_is_raised_before_missing_arguments_are_noticed():
     with pytest.raises(args.HelpRequested) as asked:
-        args.parse(SCHEMA, ["--help"], "acor t")
+        argparsing.parse(SCHEMA, ["--help"], "acor t")
     text = asked.value.text
     assert text.startswith("usage: acor t FILE")
     assert "Profile a CSV file." in text and "the CSV file" in text
@@ -292,7 +292,7 @@ def test_help_is_raised_before_missing_arguments_are_noticed():
 
 
 def test_to_argparse_is_a_plain_argparse_parser():
-    parser = args.to_argparse("acor t", SCHEMA)
+    parser = argparsing.to_argparse("acor t", SCHEMA)
     assert isinstance(parser, argparse.ArgumentParser)
     assert parser.parse_args(["a.csv", "--ids", "1", "2"]).ids == [1, 2]
     with pytest.raises(SystemExit) as exited:
@@ -304,7 +304,7 @@ def test_percent_signs_in_descriptions_do_not_break_help():
     schema = {"properties": {"p": {"type": "integer", "description": "50% of",
                                    "x-acor": {"flag": "--p%"}}}}
     with pytest.raises(args.HelpRequested) as asked:
-        args.parse(schema, ["-h"], "t")
+        argparsing.parse(schema, ["-h"], "t")
     assert "50% of" in asked.value.text
 
 
