@@ -1,8 +1,9 @@
 """The launcher's errors: every one an :class:`acor.errors.AcorError`
 (reason, code, recovery, next, exit code), reported the same way.
 
-:func:`report` writes one in ACOR form, an Error then the one final status
-an agent expects (and the result line in JSON), and returns its exit code.
+:func:`acor.cli.output.formats.report` writes one in ACOR form, an Error
+then the one final status an agent expects (and the result line in JSON),
+and returns its exit code.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from acor.errors import AcorError
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Optional, Sequence
+    from typing import Sequence
 
 
 class LauncherError(AcorError):
@@ -69,16 +70,3 @@ def invalid_manifest(name: str, skipped) -> LauncherError:
         code="E_INVALID_MANIFEST",
         details=f"manifest: {printable(skipped.path)}",
         next=["acor", "doctor"], exit_code=exitcodes.USAGE)
-
-
-def report(error: AcorError, fmt: Optional[str], out=None,
-           tool: str = "acor") -> int:
-    """Write ``error`` as a failed run in ``fmt`` (markdown unless json);
-    returns its exit code."""
-    from acor.cli.output.formats import failure_sink
-    sink = failure_sink(fmt, tool, out)
-    sink.emit(error.to_event())
-    from acor.events import Status
-    sink.emit(Status("failed"))
-    sink.close_failed(error)
-    return error.exit_code

@@ -1,5 +1,6 @@
-"""The ``acor`` command: parse the global options, then run a tool through
-:func:`cli.runner.run` or hand a built-in command to :mod:`cli.commands`.
+"""The ``acor`` command: parse the global options, then run a tool
+(:func:`acor.cli.human.ask.run_and_ask`) or hand a built-in command to the
+click application (:mod:`acor.cli.commands.app`).
 
 ``acor <tool> args`` is the hot path an agent pays for on every call, so its
 options are parsed here by hand, and none of click, rich, yaml or filelock
@@ -14,13 +15,12 @@ import sys
 from acor import exitcodes
 
 from acor.cli.durations import check_seconds
-from acor.cli.errors import LauncherError, UsageError, config_error, report
-from acor.cli.output.formats import FORMATS
+from acor.cli.errors import LauncherError, UsageError
+from acor.cli.output.formats import FORMATS, report
 from acor.cli.signals import EarlySignals
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
-_early = None  # the EarlySignals of the running command
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config"}
 
@@ -80,14 +80,6 @@ def _check_options(options):
     return options
 
 
-def default_format(options, config):
-    if options.get("format"):
-        return options["format"]
-    if config is not None and config.format:
-        return config.format
-    return "rich" if sys.stdout.isatty() else "markdown"
-
-
 def _ensure_std_fds():
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
@@ -107,8 +99,7 @@ def _ensure_std_fds():
 def main(argv=None, early=None):
     """The ``acor`` command. ``early`` holds the signals caught before
     this call (the console script installs it first thing)."""
-    global _early
-    _early = early if early is not None else EarlySignals()
+    early = early if early is not None else EarlySignals()
     _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
     fmt = None
@@ -119,12 +110,13 @@ def main(argv=None, early=None):
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 signal.signal(sig, signal.default_int_handler
                               if sig == signal.SIGINT else signal.SIG_DFL)
-            if _early.received:
+            if early.received:
                 return exitcodes.CANCELLED
             # click: the cold path only
             from acor.cli.commands.app import run_command
-            return run_command(argv, fmt)
-        return run_named(rest[0], rest[1:], options, words)
+            return run_command(argv, fmt, early)
+        from acor.cli.human.ask import run_and_ask
+        return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
         return report(exc, fmt)
     except BrokenPipeError:
@@ -135,39 +127,3 @@ def main(argv=None, early=None):
         return exitcodes.BROKEN_PIPE
     except KeyboardInterrupt:
         return exitcodes.CANCELLED
-
-
-def run_named(name, args, options, words, with_result=False):
-    """``acor <name> args``: find the tool and run it; its exit code (and,
-    ``with_result``, the :class:`cli.result.RunResult`)."""
-    from acor.cli.discovery.config import ConfigError
-    from acor.cli.discovery.registry import load_registry
-    try:
-        registry = load_registry(
-            config_path=options.get("config") or os.environ.get("ACOR_CONFIG"))
-    except ConfigError as exc:
-        raise config_error(exc) from None
-    config = registry.config
-    fmt = default_format(options, config)
-    from acor.cli.output.formats import make_sink
-    from acor.cli.run.launch import Cancel, run
-    sink = make_sink(fmt, name, config.progress_interval)
-    cancel = _early.cancel = Cancel()
-    for signum in _early.received:
-        cancel.set(signum)
-    try:
-        result = run(name, args, registry=registry,
-                     timeout=options.get("timeout"),
-                     idle_timeout=options.get("idle_timeout"), sink=sink,
-                     cancel=cancel, inherit_stdin=True, handle_signals=True,
-                     reap_orphans=True, keep_events=False,
-                     command=["acor", *words])
-    finally:
-        _early.cancel = None
-        cancel.close()
-    sink.close()
-    if fmt == "rich" and result.state == "input_needed" and \
-            not options.get("no_input") and not with_result:
-        from acor.cli.human.ask import ask_and_rerun
-        return ask_and_rerun(result, name, options, words)
-    return (result.exit_code, result) if with_result else result.exit_code

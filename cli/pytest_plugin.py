@@ -34,7 +34,7 @@ def _tool(name, cwd):
     if not (isinstance(name, os.PathLike) or (isinstance(name, str) and (
             os.sep in name or "/" in name))):
         return name, None
-    from acor.cli.commands.check import resolve
+    from acor.cli.discovery.resolve import resolve
     from acor.cli.errors import LauncherError
     try:
         target = resolve(os.fspath(name))
@@ -50,7 +50,7 @@ def _tool(name, cwd):
 def _argv_from_values(spec, values):
     """The argv for ``values``, as `acor call` builds it; every violation
     of the tool's args schema fails the test, all of them listed."""
-    from acor.cli.commands.call import call_argv
+    from acor.cli.arguments import call_argv
     from acor.cli.errors import UsageError
     try:
         return call_argv(spec, values)

@@ -14,12 +14,13 @@ import click
 
 from acor import __version__, exitcodes
 
-from acor.cli.errors import LauncherError, UsageError, config_error, report
+from acor.cli.errors import LauncherError, UsageError, config_error
+from acor.cli.output.formats import report
 from acor.cli.output.formats import FORMATS
 from acor.cli.commands import info
 from acor.cli.commands.call import call_command
 from acor.cli.commands.check import check_command
-from acor.cli.mcp.server import mcp_command
+from acor.cli.commands.mcp import mcp_command
 from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 
@@ -123,11 +124,13 @@ for _command in (info.list_tools, info.show, info.doctor, info.schema,
     cli.add_command(_command)
 
 
-def run_command(argv, fmt=None):
-    """Run the click application; every failure is reported in ACOR form."""
+def run_command(argv, fmt=None, early=None):
+    """Run the click application; every failure is reported in ACOR form.
+    ``early`` holds the signals caught before it (see cli.signals)."""
     from acor.cli.discovery.config import ConfigError
     try:
-        result = cli.main(args=argv, prog_name="acor", standalone_mode=False)
+        result = cli.main(args=argv, prog_name="acor", standalone_mode=False,
+                          obj={"early": early})
     except LauncherError as exc:
         return report(exc, fmt)
     except ConfigError as exc:

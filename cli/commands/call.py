@@ -4,7 +4,8 @@ The JSON object is checked against the tool's argument schema (every
 violation listed, nothing run, exit 2), turned into an argv (never a shell
 string; ``--`` before positional values, so a value that starts with ``-``
 cannot act as a flag) and run exactly as ``acor TOOL ARGV...`` runs. The MCP
-server and the pytest plugin use the same conversion (:func:`call_argv`).
+server and the pytest plugin use the same conversion
+(:func:`acor.cli.arguments.call_argv`).
 """
 
 from __future__ import annotations
@@ -14,42 +15,8 @@ import sys
 
 import click
 
+from acor.cli.arguments import call_argv
 from acor.cli.errors import UsageError
-
-def call_argv(spec, values) -> list[str]:
-    """The argv for ``values`` (a JSON object) under ``spec``'s schema;
-    raises :class:`UsageError` listing every violation."""
-    if not isinstance(values, dict):
-        raise UsageError("The arguments must be a JSON object, not "
-                         f"{type(values).__name__}", _hint(spec),
-                         next=["acor", "show", spec.name])
-    if not spec.args_schema:
-        argv = values.get("argv", [])
-        extra = sorted(set(values) - {"argv"})
-        if extra or not isinstance(argv, list) or not all(
-                isinstance(a, str) for a in argv):
-            raise UsageError(
-                f"Tool '{spec.name}' declares no argument schema: call it "
-                'with {"argv": [strings]}', _hint(spec),
-                details="unexpected: " + ", ".join(extra) if extra else
-                "argv must be a list of strings",
-                next=["acor", "call", spec.name, '{"argv": []}'])
-        return list(argv)
-    from acor.args import to_argv, validate
-    problems = validate(spec.args_schema, values)
-    if problems:
-        raise UsageError(f"Invalid arguments for '{spec.name}': "
-                         f"{problems[0]}" + (f" (and {len(problems) - 1} "
-                                             "more)" if len(problems) > 1
-                                             else ""), _hint(spec),
-                         details="\n".join(problems),
-                         next=["acor", "show", spec.name])
-    return to_argv(spec.args_schema, values)
-
-
-def _hint(spec) -> str:
-    return (f"Fix the arguments: `acor show {spec.name}` shows the tool's "
-            "arguments and their types.")
 
 
 @click.command("call")
@@ -62,7 +29,8 @@ def call_command(ctx, tool, arguments):
     from stdin), checked against the tool's argument schema first."""
     from acor.cli.discovery.registry import load_registry
     from acor.cli.errors import invalid_manifest, unknown_tool
-    from acor.cli.main import run_named
+    from acor.cli.human.ask import run_and_ask
+    from acor.cli.signals import EarlySignals
     obj = ctx.find_root().obj or {}
     text = sys.stdin.read() if arguments == "-" else arguments
     try:
@@ -89,4 +57,5 @@ def call_command(ctx, tool, arguments):
                                    "config") if obj.get(k) is not None}
     words = [w for k, v in options.items()
              for w in ("--" + k.replace("_", "-"), str(v))]
-    ctx.exit(run_named(tool, argv, options, words))
+    ctx.exit(run_and_ask(tool, argv, options, words,
+                         obj.get("early") or EarlySignals()))

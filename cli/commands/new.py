@@ -220,7 +220,8 @@ def _shown(path: str) -> str:
 
 
 def _refuse(title: str, recovery: str) -> int:
-    from acor.cli.errors import UsageError, report
+    from acor.cli.errors import UsageError
+    from acor.cli.output.formats import report
     return report(UsageError(title, recovery), None)
 
 
@@ -244,7 +245,8 @@ def new_command(name: str, directory: str | None, wrap: str | None) -> int:
     try:
         config = load_config()
     except ConfigError as exc:
-        from acor.cli.errors import config_error, report
+        from acor.cli.errors import config_error
+        from acor.cli.output.formats import report
         return report(config_error(exc), None)
     tools_dir = os.path.abspath(directory or default_dir(config))
     argv = None

@@ -37,7 +37,8 @@ _LIST_HINT = "Run `acor sessions` to see the saved sessions."
 
 def _fail(ctx, fmt, title, code, recovery, details=None,
           exit_code=exitcodes.USAGE):
-    from acor.cli.errors import LauncherError, report
+    from acor.cli.errors import LauncherError
+    from acor.cli.output.formats import report
     report(LauncherError(title, recovery, code=code, details=details,
                          exit_code=exit_code), fmt)
     ctx.exit(exit_code)

@@ -12,13 +12,34 @@ from __future__ import annotations
 
 import sys
 
-import click
+from acor.cli.run.named import run_named
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from acor.cli.run.result import RunResult
+    from acor.cli.signals import EarlySignals
 
 MAX_ROUNDS = 5  # a tool that asks again and again is not looping acor
 
 
-def ask_and_rerun(result, name, options, words) -> int:
-    from acor.cli.main import run_named
+def run_and_ask(name: str, args: list[str], options: dict,
+                words: list[str], early: EarlySignals) -> int:
+    """``acor NAME ARGS``: run the tool (:func:`run_named`); when it ends
+    Input Needed in the rich view at a terminal, ask and run it again.
+    Returns the exit code."""
+    result, fmt = run_named(name, args, options, words, early)
+    if fmt == "rich" and result.state == "input_needed" and \
+            not options.get("no_input"):
+        return ask_and_rerun(
+            result, name,
+            lambda again: run_named(name, again, options, words, early)[0])
+    return result.exit_code
+
+
+def ask_and_rerun(result: RunResult, name: str, rerun) -> int:
+    """Ask for the fields ``result`` names and ``rerun(args)`` with the
+    answers, until the tool asks no more; the last exit code."""
+    import click  # only a person at a terminal waits for it
     rounds = 0
     while (result.state == "input_needed" and result.fields and
            result.next and sys.stdin.isatty() and rounds < MAX_ROUNDS):
@@ -31,9 +52,7 @@ def ask_and_rerun(result, name, options, words) -> int:
         argv = fill(result.next, answers)
         if argv[:1] != ["acor"] or name not in argv:
             return result.exit_code  # a next command that is not a rerun
-        args = argv[argv.index(name) + 1:]
-        code, result = run_named(name, args, options, words,
-                                 with_result=True)
+        result = rerun(argv[argv.index(name) + 1:])
     return result.exit_code
 
 
@@ -52,6 +71,7 @@ def fill(argv: list[str], answers: dict) -> list[str]:
 
 
 def _ask(field: str, spec) -> object:
+    import click
     spec = spec if isinstance(spec, dict) else {}
     kind = spec.get("type", "string")
     prompt = field + (f" ({spec['description']})" if spec.get("description")

@@ -33,7 +33,7 @@ from mcp.shared.exceptions import MCPError
 from acor.events import InputNeeded
 
 from acor.cli.mcp import results as results
-from acor.cli.commands.call import call_argv
+from acor.cli.arguments import call_argv
 from acor.cli.errors import UsageError
 from acor.cli.output.formats import write_stderr
 from acor.cli.mcp.progress import ProgressRelay

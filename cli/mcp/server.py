@@ -3,9 +3,9 @@
 Claude Code, Claude Desktop, Cursor and other agent clients start this
 command and speak the Model Context Protocol on its stdin and stdout. The
 MCP SDK is an optional extra (``pip install 'acor[mcp]'``) and is imported
-only here, in a background thread, while :mod:`cli.mcp_boot` (standard
-library only) answers the client's opening request: this module must stay
-cheap to import, since the click application imports it for ``acor --help``.
+only here, in a background thread, while :mod:`acor.cli.mcp.boot` (standard
+library only) answers the client's opening request. The click command is
+:mod:`acor.cli.commands.mcp`.
 
 Start-up, in order: check the extra is there (else an error on stderr,
 exit 2); move stdin and stdout aside (stdout belongs to JSON-RPC); start
@@ -14,12 +14,10 @@ stderr, exit 2); answer the opening request; serve (:mod:`cli.mcp_app`).
 """
 
 import importlib
-import os
 import sys
 import threading
 from importlib.util import find_spec
 
-import click
 
 from acor import exitcodes
 from acor.events import Error
@@ -84,32 +82,11 @@ def parse_options(tools: str | None, timeout: str | None):
     return only, seconds
 
 
-@click.command("mcp")
-@click.option("--tools", "tools", metavar="NAME,...",
-              help="Serve only these tools (comma-separated names).")
-@click.option("--timeout", metavar="S",
-              help="Seconds before a call's tool is stopped (default: the "
-                   "tool's manifest, the config, then 120).")
-@click.pass_context
-def mcp_command(ctx: click.Context, tools: str | None,
-                timeout: str | None) -> int:
-    """Serve every tool to MCP clients (Claude Code, Claude Desktop,
-    Cursor...) over stdio: typed arguments, progress, input requests and
-    cancellation. Needs the extra: pip install 'acor[mcp]'."""
-    try:
-        only, seconds = parse_options(tools, timeout)
-    except ValueError as exc:
-        return _fail(Error(str(exc), "E_USAGE", None,
-                           "Run `acor mcp --help` for the options."))
-    config = (ctx.obj or {}).get("config") or os.environ.get("ACOR_CONFIG")
-    return serve(only, seconds, config)
-
-
 def serve(only: set[str] | None, timeout: float | None,
           config_path: str | None = None) -> int:
     problem = sdk_problem()
     if problem is not None:
-        return _fail(problem)
+        return fail(problem)
     from acor.cli.discovery.config import ConfigError
     from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.boot import Wire, open_session
@@ -121,9 +98,9 @@ def serve(only: set[str] | None, timeout: float | None,
         catalog.check_only(catalog.registry())
     except ConfigError as exc:
         from acor.cli.errors import config_error
-        return _fail(config_error(exc).to_event())
+        return fail(config_error(exc).to_event())
     except UnknownTools as exc:
-        return _fail(Error(f"--tools names unknown tool(s): "
+        return fail(Error(f"--tools names unknown tool(s): "
                            f"{', '.join(exc.names)}", "E_UNKNOWN_TOOL",
                            "known tools: " + (", ".join(exc.known) or "none"),
                            "Fix the names in --tools; `acor list` shows "
@@ -143,7 +120,7 @@ def serve(only: set[str] | None, timeout: float | None,
     try:
         app = loader.result()
     except ImportError as exc:
-        return _fail(Error(f"The MCP SDK failed to import: {exc}",
+        return fail(Error(f"The MCP SDK failed to import: {exc}",
                            "E_MCP_MISSING", f"python: {sys.executable}",
                            f"Reinstall it: `{INSTALL}`."))
     # Started now, from this thread, once the client has its answer: every
@@ -157,9 +134,10 @@ def serve(only: set[str] | None, timeout: float | None,
         warm.close()
 
 
-def _fail(error: Error) -> int:
+def fail(error: Error) -> int:
     """Report on stderr (stdout belongs to JSON-RPC), in ACOR form; exit 2."""
-    from acor.cli.errors import UsageError, report
+    from acor.cli.errors import UsageError
+    from acor.cli.output.formats import report
     return report(UsageError(error.title, error.recovery, code=error.code,
                              details=error.details, next=error.next),
                   None, out=sys.stderr.buffer)

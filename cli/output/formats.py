@@ -21,6 +21,7 @@ TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Callable, Optional
 
+    from acor.errors import AcorError
     from acor.events import Event
 
 # Events whose JSON holds nothing but strings (and the launcher's keys):
@@ -339,3 +340,15 @@ def failure_sink(fmt: Optional[str], tool: str, out=None):
     Markdown (a failure before the config is read knows no default)."""
     factory, _ = FORMATS.get(fmt or "markdown", FORMATS["markdown"])
     return factory(tool, out)
+
+
+def report(error: AcorError, fmt: Optional[str], out=None,
+           tool: str = "acor") -> int:
+    """Write ``error`` as a failed run in ``fmt`` (markdown unless json);
+    returns its exit code."""
+    from acor.events import Status
+    sink = failure_sink(fmt, tool, out)
+    sink.emit(error.to_event())
+    sink.emit(Status("failed"))
+    sink.close_failed(error)
+    return error.exit_code

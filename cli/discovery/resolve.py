@@ -1,0 +1,76 @@
+"""A tool named on the command line by its name or by its path (a tool
+folder, its ``manifest.json``, or a wrapper's ``<name>.json``), found as
+discovery finds it: ``acor check`` and the pytest plugin's ``acor_run``
+take either."""
+
+from __future__ import annotations
+
+import os
+
+
+class Target:
+    """The tool to check: its manifest, and what discovery made of it."""
+
+    __slots__ = ("name", "manifest_path", "folder", "spec", "skipped",
+                 "registry")
+
+    def __init__(self, name, manifest_path, spec=None, skipped=None,
+                 registry=None):
+        self.name = name
+        self.manifest_path = manifest_path
+        # Examples run here: tool folders hold their sample inputs.
+        self.folder = os.path.dirname(manifest_path)
+        self.spec = spec          # a ToolSpec, None if discovery skips it
+        self.skipped = skipped    # discovery's Skipped, when it does
+        self.registry = registry
+
+
+def looks_like_path(ref: str) -> bool:
+    return os.sep in ref or "/" in ref or ref.endswith(".json") or \
+        os.path.isfile(os.path.join(ref, "manifest.json"))
+
+
+def resolve(ref: str, cwd: str | None = None) -> Target:
+    """The tool called ``ref``, or at path ``ref`` (a tool folder, its
+    manifest.json, or a wrapper's ``<name>.json``). Raises
+    :class:`cli.errors.LauncherError` when there is none, and
+    :class:`cli.config.ConfigError`."""
+    from acor.cli.discovery.registry import load_registry
+    registry = load_registry(cwd=cwd)
+    if looks_like_path(ref):
+        return _resolve_path(os.path.abspath(os.path.join(cwd or "", ref)),
+                             registry.config)
+    spec = registry.get(ref)
+    if spec is not None:
+        return Target(spec.name, spec.manifest_path, spec, None, registry)
+    skipped = registry.skipped_named(ref)
+    if skipped is not None:
+        path = skipped.path if skipped.path.endswith(".json") else \
+            os.path.join(skipped.path, "manifest.json")
+        return Target(ref, path, None, skipped, registry)
+    from acor.cli.errors import unknown_tool
+    raise unknown_tool(ref, registry, [], ["acor", "check"])
+
+
+def _resolve_path(path, config):
+    if os.path.isdir(path):
+        path = os.path.join(path, "manifest.json")
+    if not os.path.isfile(path):
+        from acor.cli.errors import UsageError
+        raise UsageError(f"No manifest at {path}", "Give a tool's name "
+                         "(`acor list`), its folder, or its manifest file.",
+                         code="E_FILE_NOT_FOUND", next=["acor", "list"])
+    from acor.cli.discovery.registry import scan
+    entry = os.path.dirname(path) if os.path.basename(path) == \
+        "manifest.json" else path
+    # Discovery of just the folder holding it: the same checks, no others.
+    config.tools_dirs = [os.path.dirname(entry)]
+    registry = scan(config)
+    real = os.path.realpath(entry)
+    spec = next((s for s in registry.tools.values()
+                 if os.path.realpath(s.path) == real), None)
+    skipped = next((s for s in registry.skipped
+                    if os.path.realpath(s.path) == real), None)
+    name = spec.name if spec else os.path.basename(entry).removesuffix(
+        ".json")
+    return Target(name, path, spec, skipped, registry)
