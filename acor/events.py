@@ -240,17 +240,21 @@ class Result(Event):
     """The last JSON line of every run: how it ended, for programs (JSON
     output only: a Markdown transcript ends with its final status, and the
     exit code says the rest). ``state`` is complete, failed, cancelled,
-    input_needed or timeout; ``next`` an argv to run next, or None."""
+    input_needed or timeout; ``next`` an argv to run next, or None;
+    ``acor`` the version of acor that ran it. The one definition of the
+    result record: the JSON line, ``_meta["acor/result"]`` of an MCP call
+    and a run's :meth:`RunResult.to_dict` are all this."""
 
     __slots__ = ("exit_code", "state", "error_code", "duration_ms", "tool",
-                 "version", "argv", "session", "next")
+                 "version", "argv", "session", "next", "acor")
     type = "result"
 
     def __init__(self, exit_code: int, state: str,
                  error_code: str | None = None, duration_ms: int = 0,
                  tool: str = "", version: str | None = None,
                  argv: list[str] | None = None, session: str | None = None,
-                 next: list[str] | None = None) -> None:
+                 next: list[str] | None = None,
+                 acor: str | None = None) -> None:
         self.exit_code = exit_code
         self.state = state
         self.error_code = error_code
@@ -260,3 +264,6 @@ class Result(Event):
         self.argv = [] if argv is None else argv
         self.session = session
         self.next = next
+        if acor is None:
+            from . import __version__ as acor
+        self.acor = acor

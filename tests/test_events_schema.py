@@ -33,7 +33,7 @@ SCHEMA = json.loads(resources.files("acor").joinpath(
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 # Keys a line may carry beyond the event's own: acor's version on the
 # result line.
-OPTIONAL = {"result": {"acor"}}
+OPTIONAL: dict = {}  # properties an event may leave out (none today)
 
 # --- one strategy per event type ------------------------------------------
 

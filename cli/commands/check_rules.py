@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+from acor import exitcodes
 from acor.events import Error, Status
 
 # The endings the launcher writes itself when a run did not end on its own
@@ -19,9 +20,6 @@ from acor.events import Error, Status
 NO_ENDING = frozenset({"E_NO_FINAL_STATUS", "E_TOOL_CRASHED",
                        "E_TOOL_KILLED"})
 STOPPED = frozenset({"E_TIMEOUT", "E_IDLE_TIMEOUT"})
-# What the tool's own process must exit with, for each ending.
-ENDING_CODES = {"complete": 0, "failed": 1, "input_needed": 3,
-                "cancelled": 130}
 _HEADING_LINE = re.compile(r"^##(?:[ \t].*)?$", re.M)
 _START = ("Start the run before writing anything: `with AcorTool() as tool:` "
           "(or tool.start()) in Python, acor_start in bash.")
@@ -312,11 +310,11 @@ def _ending(own, where, found, error_code):
 
 
 def _exit_agrees(ending, own, tool_exit_code, where):
-    expected = ENDING_CODES.get(ending)
+    expected = exitcodes.OF_ENDING.get(ending)
     errors = [e for e in own if e.type == "error"]
     usage = ending == "failed" and errors and errors[-1].code == "E_USAGE"
     if usage:
-        expected = 2
+        expected = exitcodes.USAGE
     if expected is None or tool_exit_code == expected:
         return []
     label = "Input Needed" if ending == "input_needed" else \

@@ -30,7 +30,8 @@ from acor import __version__, exitcodes
 
 from acor.cli.mcp.boot import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE,
                                Opening, Wire)
-from acor.cli.mcp.calls import MODERN_VERSIONS, CallHandler
+from acor.cli.mcp.calls import CallHandler
+from acor.cli.mcp.versions import MODERN_VERSIONS
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 

@@ -19,6 +19,8 @@ import sys
 
 from acor import __version__
 
+from acor.cli.mcp.versions import HANDSHAKE_VERSIONS, MODERN_VERSIONS
+
 SERVER_NAME = "acor"
 SERVER_TITLE = "acor tools"
 INSTRUCTIONS = (
@@ -28,10 +30,6 @@ INSTRUCTIONS = (
     "the user and never answer it yourself. Errors carry a code, a recovery "
     "and often the next call to make.")
 
-# The protocol versions the SDK negotiates (mcp_types.version), restated so
-# the first answer needs no SDK import; a test compares them with the SDK's.
-HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-MODERN_VERSIONS = ("2026-07-28",)
 _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"

@@ -38,9 +38,9 @@ from acor.cli.errors import UsageError
 from acor.cli.output.formats import write_stderr
 from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.tools import tool_args
+from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.signals import Cancel
 
-MODERN_VERSIONS = ("2026-07-28",)
 MAX_ROUNDS = 5        # questions one call may ask before giving up
 INPUT_KEY = "acor_input"
 STATE_VERSION = 1

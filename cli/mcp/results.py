@@ -27,9 +27,9 @@ import shlex
 from pathlib import Path
 
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
-                         OutputFiles, Suggestions, Text, Unknown)
+                         OutputFiles, Result, Suggestions, Text, Unknown)
 
-MODERN_VERSIONS = ("2026-07-28",)
+from acor.cli.mcp.versions import MODERN_VERSIONS
 
 
 def call_result(result, *, protocol_version: str, cwd: str) -> dict:
@@ -55,11 +55,10 @@ def result_meta(result) -> dict:
 
 def unrun_meta(tool: str, exit_code: int, state: str, error_code=None,
                session=None, **more) -> dict:
-    """``_meta["acor/result"]`` of a call that ran nothing: the same keys."""
-    return {"type": "result", "exit_code": exit_code, "state": state,
-            "error_code": error_code, "duration_ms": 0, "tool": tool,
-            "version": None, "argv": None, "session": session, "next": None,
-            **more}
+    """``_meta["acor/result"]`` of a call that ran nothing: the same record
+    as a run's."""
+    return {**Result(exit_code, state, error_code, tool=tool,
+                     session=session).to_dict(), **more}
 
 
 def structured(data, protocol_version: str):

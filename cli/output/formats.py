@@ -229,10 +229,9 @@ class JsonSink(_Format):
 
     def close_failed(self, error) -> None:
         """The result line of a run that never started."""
-        self._write({"type": "result", "exit_code": error.exit_code,
-                     "state": "failed", "error_code": error.code,
-                     "duration_ms": 0, "tool": self.tool, "version": None,
-                     "argv": [], "session": None, "next": error.next})
+        from acor.events import Result
+        self._write(Result(error.exit_code, "failed", error.code,
+                           tool=self.tool, next=error.next).to_dict())
 
 
 class RichFormat(_Format):

@@ -38,9 +38,6 @@ DRAIN_GRACE = 0.5   # after the tool exits, how long an open pipe may linger
 STDERR_TAIL = 4096  # bytes of stderr kept for the synthesized Error
 TAIL_LINES = 20
 
-FINAL_CODES = {"complete": exitcodes.OK, "failed": exitcodes.FAILED,
-               "cancelled": exitcodes.CANCELLED,
-               "input_needed": exitcodes.INPUT_NEEDED}
 
 
 class Ending:
@@ -245,8 +242,8 @@ class Relay:
         if self.final is not None:
             if self.final == "failed" and self.usage_error:
                 return Ending(exitcodes.USAGE, "failed")
-            return Ending(FINAL_CODES.get(self.final, exitcodes.FAILED),
-                          self.final if self.final in FINAL_CODES
+            return Ending(exitcodes.OF_ENDING.get(self.final, exitcodes.FAILED),
+                          self.final if self.final in exitcodes.OF_ENDING
                           else "failed")
         if self.stopped == "cancelled":
             self.sink.emit(Status("cancelled"))

@@ -9,8 +9,7 @@ the whole stream unless asked to (a 100 MB flood must not be kept).
 from __future__ import annotations
 
 
-from acor import __version__
-from acor.events import Error, Event
+from acor.events import Error, Event, Result
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -20,17 +19,59 @@ STDERR_KEPT = 64 * 1024  # bytes of the tool's stderr a result keeps (the tail)
 
 
 class RunResult:
-    """The outcome of one run, for programs (and the last JSON line)."""
+    """The outcome of one run, for programs (and the last JSON line).
 
-    # tool_exit_code: what the tool's own process exited with (None if it
-    # never ran or was killed); `acor check` compares it with the ending.
+    A plain class with slots, not a dataclass: :mod:`dataclasses` would
+    cost every ``acor TOOL`` its import (a few ms) for one record."""
+
     __slots__ = ("exit_code", "state", "error_code", "events", "data",
                  "errors", "stderr", "duration", "tool", "version", "argv",
                  "session", "next", "fields", "audience", "tool_exit_code")
+    exit_code: int
+    state: str
+    error_code: Optional[str]
+    events: Optional[list[Event]]   # None unless the run kept them
+    data: Any                        # the last Output Data, if any
+    errors: list[Error]
+    stderr: str                      # the tail of the tool's stderr
+    duration: float                  # seconds
+    tool: str
+    version: Optional[str]
+    argv: list[str]
+    session: Optional[str]
+    next: Optional[list[str]]
+    fields: Optional[dict]           # what Input Needed asked for
+    audience: str                    # who Input Needed asked: agent, human
+    # What the tool's own process exited with (None if it never ran or was
+    # killed); `acor check` compares it with the ending.
+    tool_exit_code: Optional[int]
 
-    def __init__(self, **fields: Any) -> None:
-        for name in self.__slots__:
-            setattr(self, name, fields.get(name))
+    def __init__(self, *, exit_code: int, state: str, tool: str,
+                 argv: list[str], duration: float = 0.0,
+                 error_code: Optional[str] = None,
+                 events: Optional[list[Event]] = None, data: Any = None,
+                 errors: Optional[list[Error]] = None, stderr: str = "",
+                 version: Optional[str] = None,
+                 session: Optional[str] = None,
+                 next: Optional[list[str]] = None,
+                 fields: Optional[dict] = None, audience: str = "agent",
+                 tool_exit_code: Optional[int] = None) -> None:
+        self.exit_code = exit_code
+        self.state = state
+        self.error_code = error_code
+        self.events = events
+        self.data = data
+        self.errors = [] if errors is None else errors
+        self.stderr = stderr
+        self.duration = duration
+        self.tool = tool
+        self.version = version
+        self.argv = argv
+        self.session = session
+        self.next = next
+        self.fields = fields
+        self.audience = audience
+        self.tool_exit_code = tool_exit_code
 
     def of(self, kind: Union[str, type]) -> list[Event]:
         """The events of one type, by class or by type name."""
@@ -41,14 +82,14 @@ class RunResult:
     def ok(self) -> bool:
         return self.exit_code == 0
 
+    def record(self) -> Result:
+        """The result line (docs/protocol.md, "The result line")."""
+        return Result(self.exit_code, self.state, self.error_code,
+                      round(self.duration * 1000), self.tool, self.version,
+                      self.argv, self.session, self.next)
+
     def to_dict(self) -> dict:
-        """The result line's fields (docs/protocol.md, "The result line")."""
-        return {"type": "result", "exit_code": self.exit_code,
-                "state": self.state, "error_code": self.error_code,
-                "duration_ms": round(self.duration * 1000),
-                "tool": self.tool, "version": self.version,
-                "argv": self.argv, "session": self.session,
-                "next": self.next, "acor": __version__}
+        return self.record().to_dict()
 
     def __repr__(self) -> str:
         return (f"<RunResult {self.tool} exit={self.exit_code} "
