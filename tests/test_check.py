@@ -372,3 +372,22 @@ def test_the_bash_tool_conforms(checked):
     code, report = checked(str(REPO / "tools" / "wc-sh"))
     assert (code, report["violations"]) == (0, [])
     assert [e["exit_code"] for e in report["examples"]] == [0, 1, 2]
+
+
+def test_check_finds_a_tool_through_the_global_config(project, tmp_path):
+    # The tool lives in a tools dir only the config names: without
+    # honouring --config, acor check would not find it.
+    elsewhere = tmp_path / "elsewhere" / "hidden"
+    elsewhere.mkdir(parents=True)
+    (elsewhere / "manifest.json").write_text(json.dumps({
+        "name": "hidden", "description": "d", "entry": "hidden.py"}))
+    (elsewhere / "hidden.py").write_text(
+        "from acor import AcorTool\nwith AcorTool() as tool:\n"
+        "    tool.output('hi')\n")
+    config = tmp_path / "other.yaml"
+    config.write_text(f"tools_dirs: [{elsewhere.parent}]\n")
+    found = project.run("--config", str(config), "check", "hidden")
+    assert found.returncode == 0, found.stdout
+    assert "hidden's manifest conforms" in found.stdout
+    missing = project.run("check", "hidden")
+    assert missing.returncode == 2

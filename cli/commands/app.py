@@ -18,6 +18,7 @@ from acor.cli.errors import LauncherError, UsageError, config_error
 from acor.cli.output.formats import report
 from acor.cli.output.formats import FORMATS
 from acor.cli.commands import info
+from acor.cli.commands.context import command_registry
 from acor.cli.commands.call import call_command
 from acor.cli.commands.check import check_command
 from acor.cli.commands.mcp import mcp_command
@@ -25,7 +26,6 @@ from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 
 
-_registry = info.registry
 
 
 class AcorGroup(click.Group):
@@ -35,7 +35,7 @@ class AcorGroup(click.Group):
         super().format_commands(ctx, formatter)
         from acor.cli.discovery.config import ConfigError
         try:
-            registry = _registry(ctx)
+            registry = command_registry(ctx)
         except ConfigError as exc:
             with formatter.section("Tools"):
                 formatter.write_text(f"(configuration error: {exc.reason}; "
@@ -83,7 +83,7 @@ def cli(ctx, fmt, timeout, idle_timeout, config, no_input):
         # Sessions live where the launcher tells tools to keep them.
         from acor.cli.discovery.config import ConfigError
         try:
-            obj["state_dir"] = _registry(ctx).config.state_dir
+            obj["state_dir"] = command_registry(ctx).config.state_dir
         except ConfigError:
             pass  # `acor sessions` still works from ACOR_STATE_DIR
     if ctx.invoked_subcommand is None:

@@ -27,7 +27,7 @@ from acor.cli.errors import UsageError
 def call_command(ctx, tool, arguments):
     """Run TOOL with arguments given as a JSON object (or - to read it
     from stdin), checked against the tool's argument schema first."""
-    from acor.cli.discovery.registry import load_registry
+    from acor.cli.commands.context import command_registry
     from acor.cli.errors import invalid_manifest, unknown_tool
     from acor.cli.human.ask import run_and_ask
     from acor.cli.signals import EarlySignals
@@ -44,9 +44,7 @@ def call_command(ctx, tool, arguments):
         raise UsageError("The arguments are nested too deeply",
                          "Pass a flat JSON object of the tool's arguments.",
                          next=["acor", "show", tool]) from None
-    import os
-    registry = load_registry(config_path=obj.get("config") or
-                             os.environ.get("ACOR_CONFIG"))
+    registry = command_registry(ctx)
     spec = registry.get(tool)
     if spec is None:
         skipped = registry.skipped_named(tool)

@@ -166,16 +166,18 @@ def format_report(report: dict) -> str:
 @click.command("check")
 @click.argument("tool")
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON.")
-def check_command(tool: str, as_json: bool) -> int:
+@click.pass_context
+def check_command(ctx: click.Context, tool: str, as_json: bool) -> int:
     """Check that TOOL (a name, a tool folder or a manifest file) keeps the
     protocol: its manifest against the published schema, then each of its
     examples run and its stream checked. Exit 0 when it conforms."""
     from acor.cli.discovery.config import ConfigError
     from acor.cli.errors import LauncherError, config_error
     from acor.cli.output.formats import report
+    obj = ctx.find_root().obj or {}
     fmt = "json" if as_json else None
     try:
-        target = resolve(tool)
+        target = resolve(tool, config_path=obj.get("config"))
     except LauncherError as exc:
         return report(exc, fmt)
     except ConfigError as exc:

@@ -10,26 +10,16 @@ send a control sequence to the terminal.
 
 from __future__ import annotations
 
-import os
 
 import click
 
 from acor import exitcodes
 
 from acor.cli.errors import LauncherError, unknown_tool
+from acor.cli.commands.context import command_registry
 from acor.cli.package_data import SCHEMAS, schema_text
 from acor.cli.textsafe import printable, quote
 
-
-
-def registry(ctx):
-    """The registry, loaded once per command; ConfigError propagates."""
-    obj = ctx.ensure_object(dict)
-    if "registry" not in obj:
-        from acor.cli.discovery.registry import load_registry
-        obj["registry"] = load_registry(
-            config_path=obj.get("config") or os.environ.get("ACOR_CONFIG"))
-    return obj["registry"]
 
 
 def wants_json(ctx, as_json: bool) -> bool:
@@ -60,7 +50,7 @@ def tool_record(spec) -> dict:
 def list_tools(ctx, as_json, show_all):
     """List the tools: name, version, kind, description and where each
     came from (a project tools dir, the user's, or a package)."""
-    reg = registry(ctx)
+    reg = command_registry(ctx)
     if wants_json(ctx, as_json):
         data = {"tools": [tool_record(s) for s in reg.tools.values()],
                 "skipped": len(reg.skipped), "shadowed": len(reg.shadowed)}
@@ -129,7 +119,7 @@ def doctor(ctx, as_json):
     """Show the configuration, where tools are looked for, and every
     problem found (skipped or shadowed manifests, warnings), with why and
     how to fix it. Exits 1 when there is any problem or warning."""
-    reg = registry(ctx)
+    reg = command_registry(ctx)
     data = doctor_report(reg)
     problems = len(data["warnings"]) + len(data["skipped"]) + \
         len([s for s in reg.shadowed if not s.override])
@@ -172,7 +162,7 @@ def framing_note(spec) -> str:
 def show(ctx, tool, as_json):
     """Show a tool: its usage, where it is, how its output is trusted, and
     its manifest."""
-    reg = registry(ctx)
+    reg = command_registry(ctx)
     spec = reg.get(tool)
     if spec is None:
         raise unknown_tool(tool, reg, (), ("acor", "show"))

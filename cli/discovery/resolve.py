@@ -30,13 +30,15 @@ def looks_like_path(ref: str) -> bool:
         os.path.isfile(os.path.join(ref, "manifest.json"))
 
 
-def resolve(ref: str, cwd: str | None = None) -> Target:
+def resolve(ref: str, cwd: str | None = None,
+            config_path: str | None = None) -> Target:
     """The tool called ``ref``, or at path ``ref`` (a tool folder, its
-    manifest.json, or a wrapper's ``<name>.json``). Raises
+    manifest.json, or a wrapper's ``<name>.json``), in the registry of
+    ``cwd`` and ``config_path`` (``--config``). Raises
     :class:`cli.errors.LauncherError` when there is none, and
     :class:`cli.config.ConfigError`."""
     from acor.cli.discovery.registry import load_registry
-    registry = load_registry(cwd=cwd)
+    registry = load_registry(cwd=cwd, config_path=config_path)
     if looks_like_path(ref):
         return _resolve_path(os.path.abspath(os.path.join(cwd or "", ref)),
                              registry.config)
