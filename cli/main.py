@@ -22,7 +22,8 @@ BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
 _early = None  # the EarlySignals of the running command
 _VALUED = {"--format": "format", "--timeout": "timeout",
-           "--idle-timeout": "idle_timeout", "--config": "config"}
+           "--idle-timeout": "idle_timeout", "--config": "config",
+           "--max-output": "max_output"}
 
 
 def split_options(argv):
@@ -59,7 +60,7 @@ def split_options(argv):
 
 
 _EXAMPLES = {"--format": "json", "--timeout": "60", "--idle-timeout": "30",
-             "--config": ".acor/config.yaml"}
+             "--config": ".acor/config.yaml", "--max-output": "64k"}
 
 
 def _check_options(options):
@@ -77,7 +78,28 @@ def _check_options(options):
                 raise UsageError(str(exc), "Give a duration in seconds, as "
                                  "in the command below.",
                                  next=["acor", flag, "30", "list"]) from None
+    if "max_output" in options:
+        from acor.cli.output.budget import parse_size
+        try:
+            options["max_output"] = parse_size(options["max_output"])
+        except ValueError as exc:
+            raise UsageError(str(exc), "Give a size in bytes (0 for no "
+                             "limit), as in the command below.",
+                             next=["acor", "--max-output", "64k",
+                                   "list"]) from None
     return options
+
+
+def max_output(options, spec, config):
+    """The run's output budget: --max-output, else the manifest's, else
+    the config's (0: no limit)."""
+    for value in (options.get("max_output"),
+                  getattr(spec, "max_output", None),
+                  getattr(config, "max_output", None)):
+        if value is not None:
+            return value
+    from acor.cli.output.budget import DEFAULT_MAX_OUTPUT
+    return DEFAULT_MAX_OUTPUT
 
 
 def default_format(options, config):
@@ -151,7 +173,10 @@ def run_named(name, args, options, words, with_result=False):
     fmt = default_format(options, config)
     from acor.cli.output.formats import make_sink
     from acor.cli.run.launch import Cancel, run
-    sink = make_sink(fmt, name, config.progress_interval)
+    sink = make_sink(fmt, name, config.progress_interval,
+                     max_output=max_output(options, registry.get(name),
+                                           config),
+                     state_dir=config.state_dir)
     cancel = _early.cancel = Cancel()
     for signum in _early.received:
         cancel.set(signum)

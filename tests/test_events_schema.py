@@ -33,7 +33,7 @@ SCHEMA = json.loads(resources.files("acor").joinpath(
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
 # Keys a line may carry beyond the event's own: acor's version on the
 # result line.
-OPTIONAL = {"result": {"acor"}}
+OPTIONAL = {"result": {"acor", "truncated", "bytes", "sha256", "output_file"}}
 
 # --- one strategy per event type ------------------------------------------
 

@@ -299,6 +299,10 @@ class Coalescer:
         now = time.monotonic()
         return max(0.0, self._last + self._interval(now) - now)
 
+    @property
+    def max_data(self) -> Optional[int]:
+        return getattr(self.sink, "max_data", None)
+
     def tick(self) -> None:
         if self._held is not None and self.due() == 0.0:
             self.flush()
@@ -327,11 +331,22 @@ class Coalescer:
         self.sink.close()
 
 
-def make_sink(fmt: str, tool: str, progress_interval: float, out=None):
-    """The sink for ``--format``, coalescing progress where it should."""
+def make_sink(fmt: str, tool: str, progress_interval: float, out=None,
+              max_output: int = 0, state_dir: Optional[str] = None):
+    """The sink for ``--format``, coalescing progress where it should, and
+    keeping the run within ``max_output`` bytes (0: no limit; the rich
+    view, for people, has none) with the whole output spilled under
+    ``state_dir`` (see :mod:`cli.output.budget`)."""
     factory, coalesce = FORMATS[fmt]
-    return Coalescer(factory(tool, out), progress_interval if coalesce
-                     else 0)
+    sink = factory(tool, out)
+    if coalesce and max_output:
+        from acor.cli.output.budget import (Budget, json_cost,
+                                            markdown_cost, output_dir)
+        cost = json_cost(tool) if fmt == "json" else markdown_cost
+        sink = Budget(sink, max_output,
+                      output_dir(state_dir or os.path.join(".acor", "state")),
+                      tool, cost)
+    return Coalescer(sink, progress_interval if coalesce else 0)
 
 
 def failure_sink(fmt: Optional[str], tool: str, out=None):

@@ -142,7 +142,9 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         protocol = WrappedProtocol(spec)
     else:
         from acor.cli.run.protocols import AcorProtocol
-        protocol = AcorProtocol()
+        # A budgeted sink summarises a large Output Data: it need not be
+        # decoded (see cli.output.budget).
+        protocol = AcorProtocol(getattr(collector.sink, "max_data", None))
     if cancel.is_set():  # cancelled before the tool could start
         collector.emit(Status("cancelled"))
         return collector.finish(exitcodes.CANCELLED, "cancelled",

@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 class AcorProtocol:
     """A tool that speaks ACOR through the library: framed sections."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_data: Optional[int] = None) -> None:
         self.token = framing.new_token()
+        self.max_data = max_data  # see acor.decode.StreamDecoder
         self.decoder: Optional[StreamDecoder] = None  # built once spawned
         self._fd: Optional[int] = None
 
@@ -53,7 +54,7 @@ class AcorProtocol:
             os.close(self._fd)
             self._fd = None
         from acor.decode import StreamDecoder
-        self.decoder = StreamDecoder(self.token)
+        self.decoder = StreamDecoder(self.token, max_data=self.max_data)
 
     def start(self) -> list[Event]:
         return []

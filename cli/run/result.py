@@ -26,7 +26,8 @@ class RunResult:
     # never ran or was killed); `acor check` compares it with the ending.
     __slots__ = ("exit_code", "state", "error_code", "events", "data",
                  "errors", "stderr", "duration", "tool", "version", "argv",
-                 "session", "next", "fields", "audience", "tool_exit_code")
+                 "session", "next", "fields", "audience", "tool_exit_code",
+                 "truncated", "output_bytes", "output_sha256", "output_file")
 
     def __init__(self, **fields: Any) -> None:
         for name in self.__slots__:
@@ -48,7 +49,10 @@ class RunResult:
                 "duration_ms": round(self.duration * 1000),
                 "tool": self.tool, "version": self.version,
                 "argv": self.argv, "session": self.session,
-                "next": self.next, "acor": __version__}
+                "next": self.next, "acor": __version__,
+                "truncated": bool(self.truncated),
+                "bytes": self.output_bytes, "sha256": self.output_sha256,
+                "output_file": self.output_file}
 
     def __repr__(self) -> str:
         return (f"<RunResult {self.tool} exit={self.exit_code} "
