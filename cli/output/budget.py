@@ -406,7 +406,8 @@ class Budget:
         self.sink.stderr(data)
 
     def late(self, tool: str, event: Event) -> None:
-        self.sink.late(tool, event)
+        if hasattr(self.sink, "late"):
+            self.sink.late(tool, event)
 
     def result(self, result: Any) -> None:
         if not self.ended:
