@@ -229,3 +229,48 @@ def test_sessions_clear_removes_the_output_files(project):
     run = project.run("sessions", "--clear-output")
     assert run.returncode == 0, run.stdout + run.stderr
     assert not list(spill.iterdir())
+
+
+CHATTY = """
+import time
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.session("s1")
+    for i in range(2000):
+        tool.progress_bar(i + 1, 2000, "work")
+        tool.checkpoint(f"c{i}", {"i": i})
+    tool.output("done")
+"""
+
+
+@pytest.mark.parametrize("budget", ["0", "32k"])
+def test_a_checkpoint_storm_costs_a_few_dozen_sections(project, budget):
+    """2,000 progress updates and 2,000 checkpoints: the latest of each is
+    shown before any other section, the rest coalesced."""
+    project.add_tool("chatty", CHATTY)
+    run = project.run("--max-output", budget, "--format", "json", "chatty")
+    assert run.returncode == 0, run.stderr
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    assert len(events) < 60, len(events)
+    kinds = [e["type"] for e in events]
+    last_cp = max(i for i, k in enumerate(kinds) if k == "checkpoint")
+    last_progress = max(i for i, k in enumerate(kinds) if k == "progress")
+    output = kinds.index("output")
+    assert events[last_cp]["id"] == "c1999" and last_cp < output
+    assert events[last_progress]["percent"] == 100 and last_progress < output
+
+
+def test_a_checkpoint_does_not_rewrite_the_session_file(tmp_path):
+    """Saves append to a journal, folded into the file every 64: 200
+    saves replace the file a few times, not 200."""
+    from acor.sessions import ROTATE, SessionStore
+    store = SessionStore(tmp_path, "etl")
+    replaced, inode = 0, None
+    for n in range(200):
+        store.save("s", f"c{n}", {"n": n, "pad": "x" * 1000})
+        now = os.stat(tmp_path / "etl" / "s.json").st_ino
+        replaced += now != inode  # a rename over it: a new inode
+        inode = now
+    assert replaced <= 200 // (ROTATE - 1) + 2
+    assert store.latest("s").id == "c199"
+    assert len(store._read("s")["checkpoints"]) == 200

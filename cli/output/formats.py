@@ -261,56 +261,72 @@ FORMATS: dict[str, tuple[Callable, bool]] = {
 
 
 class Coalescer:
-    """Progress faster than the interval collapses to the latest.
+    """Progress and checkpoints faster than the interval collapse to the
+    latest of each.
 
     The interval is ``max(floor, age / 2)``, ``age`` the time since the
     run started: it grows with the run, so a run of any length writes
-    about 2 ln(age / floor) Progress sections (some 20 for ten minutes, 40
-    for a year), while the latest progress before any other section, and
-    at the end, is always relayed."""
+    about 2 ln(age / floor) sections of each kind (some 20 for ten
+    minutes, 40 for a year), while the latest progress and the latest
+    checkpoint before any other section, and at the end, are always
+    relayed. Each kind is paced on its own: a checkpoint going out does
+    not force held progress out, nor the other way round."""
+
+    COALESCED = ("progress", "checkpoint")
 
     def __init__(self, sink, floor: float) -> None:
         self.sink = sink
         self.floor = floor
-        self._held: Optional[Event] = None
-        self._last = float("-inf")
+        self._held: dict = {}  # kind -> the latest event held
+        self._last = {kind: float("-inf") for kind in self.COALESCED}
         self._start = time.monotonic()
 
     def _interval(self, now: float) -> float:
         return max(self.floor, (now - self._start) / 2)
 
     def emit(self, event: Event) -> None:
-        if event.type == "progress" and self.floor > 0:
+        kind = event.type
+        if kind in self._last and self.floor > 0:
             now = time.monotonic()
-            if now - self._last < self._interval(now):
-                self._held = event
+            self._held.pop(kind, None)
+            if now - self._last[kind] < self._interval(now):
+                self._held[kind] = event
                 return
-            self._held = None
-            self._last = now
+            self._last[kind] = now
             self.sink.emit(event)
             return
         self.flush()
         self.sink.emit(event)
 
     def due(self) -> Optional[float]:
-        """Seconds until a held progress should go out, or None."""
-        if self._held is None:
+        """Seconds until a held event should go out, or None."""
+        if not self._held:
             return None
         now = time.monotonic()
-        return max(0.0, self._last + self._interval(now) - now)
+        interval = self._interval(now)
+        return max(0.0, min(self._last[kind] + interval - now
+                            for kind in self._held))
 
     @property
     def max_data(self) -> Optional[int]:
         return getattr(self.sink, "max_data", None)
 
     def tick(self) -> None:
-        if self._held is not None and self.due() == 0.0:
-            self.flush()
+        if not self._held:
+            return
+        now = time.monotonic()
+        interval = self._interval(now)
+        for kind in list(self._held):
+            if self._last[kind] + interval <= now:
+                event = self._held.pop(kind)
+                self._last[kind] = now
+                self.sink.emit(event)
 
     def flush(self) -> None:
-        if self._held is not None:
-            event, self._held = self._held, None
-            self._last = time.monotonic()
+        held, self._held = self._held, {}
+        now = time.monotonic()
+        for kind, event in held.items():
+            self._last[kind] = now
             self.sink.emit(event)
 
     def started(self) -> None:
