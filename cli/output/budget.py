@@ -36,12 +36,15 @@ budget, the held events one of each kind.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 
 from acor.events import Event, OutputData, OutputFiles, Text
-from acor.layout import RawJSON
+
+# Loaded once the tool is starting up (Budget.started), not before the
+# spawn: `acor TOOL` is the hot path (hashlib loads OpenSSL).
+hashlib: Any = None
+RawJSON: Any = None
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -115,11 +118,14 @@ class Spill:
         self.error: Optional[str] = None
         self._buf: Optional[bytearray] = bytearray()
         self._fd: Optional[int] = None
-        self._hash = hashlib.sha256()
+        self._hash = None  # from the first byte, once there are bytes
         self._data_files = 0
 
     def write(self, data: bytes) -> None:
         self.size += len(data)
+        if self._hash is None:
+            _load()
+            self._hash = hashlib.sha256()
         self._hash.update(data)
         if self._buf is not None:
             self._buf += data
@@ -182,7 +188,9 @@ class Spill:
             return None
         if self.path is None or self.error is not None:
             return None
-        return self.path, self.size, self._hash.hexdigest()
+        digest = self._hash.hexdigest() if self._hash is not None else \
+            _empty_digest()
+        return self.path, self.size, digest
 
     def data_file(self, data: bytes) -> tuple[Optional[str], str]:
         """A value written whole to a file of its own: (path or None,
@@ -202,6 +210,20 @@ class Spill:
         finally:
             os.close(fd)
         return path, digest
+
+
+def _load() -> None:
+    global hashlib, RawJSON
+    if hashlib is None:
+        import hashlib as _hashlib
+
+        from acor.layout import RawJSON as _RawJSON
+        hashlib, RawJSON = _hashlib, _RawJSON
+
+
+def _empty_digest() -> str:
+    _load()
+    return hashlib.sha256(b"").hexdigest()
 
 
 def _unlink(path: str) -> None:
@@ -292,7 +314,6 @@ class Budget:
         self.tail = _Tail(self.tail_share)
         self.tail_left = self.tail_share  # what tails may still show
         self.gap_bytes = 0       # text left out since the last shown text
-        self.gap_lines = 0
         self.left_out_bytes = 0  # over the whole run
         self.left_out: dict[str, int] = {}  # sections not shown, by type
         self.held: dict[str, Event] = {}
@@ -305,12 +326,17 @@ class Budget:
 
     def emit(self, event: Any) -> None:
         from acor.grammar import render
+        _load()
         kind = event.type
         if kind == "output_data" and isinstance(event.data, RawJSON):
             self._raw_data(event)
             return
         markdown = render(event).encode("utf-8", "replace")
         self.spill.write(markdown)
+        if self.over and kind in TEXTS and not self.ended:
+            # The flood's path: no cost to measure, it goes to the tail.
+            self._to_tail(event, len(markdown))
+            return
         # Rendered once: an Output Data of megabytes costs seconds a render.
         cost = len(markdown) + 1 if self.cost is markdown_cost else \
             self.cost(event)
@@ -399,6 +425,7 @@ class Budget:
             self.sink.tick()
 
     def started(self) -> None:
+        _load()
         if hasattr(self.sink, "started"):
             self.sink.started()
 
@@ -472,10 +499,10 @@ class Budget:
         if rest:
             self._to_tail(type(event)(rest))
 
-    def _to_tail(self, event: Any) -> None:
-        size = len(event.text.encode("utf-8", "replace")) + 1
+    def _to_tail(self, event: Any, size: Optional[int] = None) -> None:
+        if size is None:
+            size = len(event.text.encode("utf-8", "replace")) + 1
         self.gap_bytes += size
-        self.gap_lines += event.text.count("\n") + 1
         self.left_out_bytes += size
         self.tail.add(event)
 
@@ -506,7 +533,7 @@ class Budget:
         shown_bytes = sum(len(p.text.encode("utf-8", "replace")) + 1
                           for p in shown)
         left = max(0, self.gap_bytes - shown_bytes)
-        self.gap_bytes = self.gap_lines = 0
+        self.gap_bytes = 0
         note = Text(self._note(f"{_count(left)} bytes of output"))
         self.spent += self.cost(note)
         self.sink.emit(note)
@@ -530,6 +557,7 @@ class Budget:
             "bytes": encoded.nbytes, "sha256": digest, "file": path,
             "note": "The whole value is in the file; the stream shows "
                     "only this summary."}
+        _load()
         if isinstance(data, RawJSON):
             summary.update(_outline(data))
         elif isinstance(data, dict):
