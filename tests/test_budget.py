@@ -274,3 +274,40 @@ def test_a_checkpoint_does_not_rewrite_the_session_file(tmp_path):
     assert replaced <= 200 // (ROTATE - 1) + 2
     assert store.latest("s").id == "c199"
     assert len(store._read("s")["checkpoints"]) == 200
+
+
+SLOW_PROGRESS = """
+import time
+from acor import AcorTool
+with AcorTool() as tool:
+    args = tool.parse_args()
+    if args.session:
+        tool.session(args.session)
+        tool.checkpoint("start", {"n": 0})
+    time.sleep(0.5)
+    tool.progress(10, "a tenth done")
+    time.sleep(60)
+"""
+SESSION_ARGS = {"type": "object", "additionalProperties": False,
+                "properties": {"session": {"type": "string",
+                                           "x-acor": {"flag": "--session"}}}}
+
+
+def test_a_timeout_estimates_the_time_needed_from_progress(project):
+    project.add_tool("slowish", SLOW_PROGRESS, args=SESSION_ARGS)
+    run = project.run("--format", "json", "--timeout", "1.5", "slowish",
+                      timeout=60)
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    error = [e for e in lines if e["type"] == "error"][-1]
+    assert error["code"] == "E_TIMEOUT"
+    assert "progress: 10% after" in error["details"]
+    allowed = float(error["next"][error["next"].index("--timeout") + 1])
+    assert 5 <= allowed <= 10, error  # ~0.5 s a tenth: ~5 s, and a quarter
+    # The tool takes --session: the advice says how to make it resumable.
+    assert "pass --session" in error["recovery"]
+    run = project.run("--format", "json", "--timeout", "1.5", "slowish",
+                      "--session", "s1", timeout=60)
+    lines = [json.loads(line) for line in run.stdout.splitlines()]
+    error = [e for e in lines if e["type"] == "error"][-1]
+    assert "checkpoints in session s1" in error["recovery"]
+    assert error["next"][-2:] == ["--session", "s1"]

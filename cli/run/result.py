@@ -75,6 +75,7 @@ class Collector:
         self.next: Optional[list[str]] = None
         self.fields: Optional[dict] = None
         self.audience = "agent"
+        self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
 
     # --- the sink protocol ----------------------------------------------
@@ -94,6 +95,9 @@ class Collector:
             self.data = event.data
         elif kind == "session":
             self.session = event.id
+        elif kind == "progress":
+            import time  # already loaded: the relay's
+            self.progress = (event.percent, time.monotonic())
         self.sink.emit(event)
 
     def due(self) -> Optional[float]:
