@@ -311,3 +311,41 @@ def test_a_timeout_estimates_the_time_needed_from_progress(project):
     error = [e for e in lines if e["type"] == "error"][-1]
     assert "checkpoints in session s1" in error["recovery"]
     assert error["next"][-2:] == ["--session", "s1"]
+
+
+def test_project_python_is_the_projects_venv(project):
+    """The bundled pytest wrapper runs "{project_python}": the project's
+    .venv when there is one, else acor's interpreter."""
+    import sys
+    project.add_wrapped("which", ["{project_python}", "-c",
+                                  "import sys; print(sys.executable)"])
+    run = project.run("which")
+    assert sys.executable in run.stdout
+    fake = project.root / ".venv" / "bin" / "python"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("#!/bin/sh\necho PROJECT VENV \"$@\"\n")
+    fake.chmod(0o755)
+    run = project.run("which")
+    assert "PROJECT VENV -c" in run.stdout, run.stdout
+
+
+def test_a_wrapped_programs_lines_are_grouped_by_time(project):
+    """A program writing a line at a time (each its own pipe read) is
+    relayed as a few Outputs, not one section a line; a progress line
+    still comes in its place."""
+    project.add_wrapped("lines", [
+        "{python}", "-u", "-c",
+        "import time\nfor i in range(60):\n"
+        "    print('line', i, flush=True); time.sleep(0.004)\n"
+        "print('50%', flush=True)\nprint('after', flush=True)"],
+        progress_pattern=r"(?P<percent>\d+)%")
+    run = project.run("--format", "json", "lines")
+    events = [json.loads(line) for line in run.stdout.splitlines()]
+    outputs = [e for e in events if e["type"] == "output"]
+    assert len(outputs) <= 15, len(outputs)  # 60 reads, ~0.25 s
+    text = "\n".join(e["text"] for e in outputs)
+    assert text.split("\n") == [f"line {i}" for i in range(60)] + ["after"]
+    kinds = [e["type"] for e in events]
+    assert kinds.index("progress") < max(
+        i for i, e in enumerate(events) if e["type"] == "output")
+    assert events[kinds.index("progress") + 1]["text"] == "after"

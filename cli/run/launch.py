@@ -155,7 +155,11 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         reap_orphans = process.adopt_orphans()
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
-    argv = [sys.executable if word == "{python}" else word
+    # "{project_python}" is the project's own interpreter (its virtualenv),
+    # for programs that must run in it: the project's test suite.
+    argv = [sys.executable if word == "{python}" else
+            project_python(policy.cwd(cwd), policy.config)
+            if word == "{project_python}" else word
             for word in spec.argv] + policy.args
     run_env = policy.environment(env, protocol.env())
     try:
@@ -194,6 +198,34 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
                               time.monotonic() - started, policy)
     result.tool_exit_code = proc.returncode
     return result
+
+
+VENV_DIRS = (".venv", "venv")
+
+
+def project_python(cwd: Optional[str], config) -> str:
+    """The project's interpreter: ``.venv/bin/python`` (or ``venv``) in
+    the run's directory or the project root, else the active virtualenv
+    (``$VIRTUAL_ENV``), else acor's own. A venv another user owns, or
+    others may write to, is not used (it would run as you)."""
+    roots = [os.path.abspath(cwd or os.getcwd())]
+    if config is not None and config.root not in roots:
+        roots.append(config.root)
+    candidates = [os.path.join(root, name, "bin", "python")
+                  for root in roots for name in VENV_DIRS]
+    if os.environ.get("VIRTUAL_ENV"):
+        candidates.append(os.path.join(os.environ["VIRTUAL_ENV"], "bin",
+                                       "python"))
+    for path in candidates:
+        try:
+            st = os.stat(os.path.dirname(os.path.dirname(path)))
+        except OSError:
+            continue
+        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+            continue
+        if os.access(path, os.X_OK):
+            return path
+    return sys.executable
 
 
 def _spawn(warm, spec, argv, **how):
