@@ -308,7 +308,9 @@ class SessionStore:
         stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         line = _encode({"id": checkpoint_id, "seq": last + 1,
                         "time": stamp, "state": state}) + b"\n"
-        if size + len(line) > JOURNAL_BYTES:
+        # A read takes the journal whole too: it stays a small part of
+        # what a session file may hold.
+        if size + len(line) > min(JOURNAL_BYTES, MAX_BYTES // 4):
             return False
         folder.append(f".{session_id}.journal", line, durable=True)
         return True
