@@ -182,6 +182,20 @@ class Folder:
         if durable:
             self.sync()
 
+    def append(self, name, data, durable=False):
+        """Add ``data`` at the end of regular file ``name`` in one write
+        (FileNotFoundError if it is missing; Unsafe if it is not a regular
+        file); with ``durable``, its data is synced."""
+        fd, _ = self._open_regular(name, os.O_WRONLY | os.O_APPEND)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if durable:
+                getattr(os, "fdatasync", os.fsync)(fd)
+        finally:
+            os.close(fd)
+
     def lock(self, name, timeout):
         """Hold an exclusive lock on ``name`` (created if missing): a
         context manager. ``timeout`` seconds to wait (0: try once; None or

@@ -141,8 +141,12 @@ class StreamDecoder:
     text by :meth:`close`, so nothing the tool wrote is lost.
     """
 
-    def __init__(self, token, max_section=MAX_SECTION):
+    def __init__(self, token, max_section=MAX_SECTION, max_data=None):
         self._mark = mark(token)
+        # An Output Data section over max_data characters keeps its JSON
+        # as text (layout.RawJSON) instead of decoding it: a reader that
+        # will only summarise it need not hold the objects.
+        self._max_data = max_data
         self._end = self._mark + "end"
         self._max = max_section
         self._heading = None
@@ -246,6 +250,7 @@ class StreamDecoder:
 
     def _finish(self):
         heading, parts, dropped = self._heading, self._parts, self._dropped
+        size = self._size
         self._reset()
         if dropped is not None:
             note = truncation_note(dropped[0], dropped[1].hexdigest())
@@ -254,6 +259,16 @@ class StreamDecoder:
         # before the end mark: drop both to get the body proper (from the
         # parts: cutting the joined body would copy all of it again).
         _drop_newlines(parts, 2)
+        if self._max_data is not None and heading == "Output Data" and \
+                size > self._max_data:
+            from .events import OutputData
+            from .layout import read_fenced
+            body = "".join(parts)
+            parts.clear()
+            fenced = read_fenced(body, decode=False)
+            del body
+            if fenced is not None:
+                return OutputData(*fenced)
         return grammar.parse_section(heading, "".join(parts))
 
     def _reset(self):

@@ -241,12 +241,16 @@ class Result(Event):
     output only: a Markdown transcript ends with its final status, and the
     exit code says the rest). ``state`` is complete, failed, cancelled,
     input_needed or timeout; ``next`` an argv to run next, or None;
-    ``acor`` the version of acor that ran it. The one definition of the
-    result record: the JSON line, ``_meta["acor/result"]`` of an MCP call
-    and a run's :meth:`RunResult.to_dict` are all this."""
+    ``acor`` the version of acor that ran it; ``truncated`` whether the
+    agent was shown less than the whole output (the output budget), whose
+    size, sha256 and file are ``bytes``, ``sha256`` and ``output_file``.
+    The one definition of the result record: the JSON line,
+    ``_meta["acor/result"]`` of an MCP call and a run's
+    ``RunResult.to_dict`` are all this."""
 
     __slots__ = ("exit_code", "state", "error_code", "duration_ms", "tool",
-                 "version", "argv", "session", "next", "acor")
+                 "version", "argv", "session", "next", "acor", "truncated",
+                 "bytes", "sha256", "output_file")
     type = "result"
 
     def __init__(self, exit_code: int, state: str,
@@ -254,7 +258,9 @@ class Result(Event):
                  tool: str = "", version: str | None = None,
                  argv: list[str] | None = None, session: str | None = None,
                  next: list[str] | None = None,
-                 acor: str | None = None) -> None:
+                 acor: str | None = None, truncated: bool = False,
+                 bytes: int | None = None, sha256: str | None = None,
+                 output_file: str | None = None) -> None:
         self.exit_code = exit_code
         self.state = state
         self.error_code = error_code
@@ -267,3 +273,7 @@ class Result(Event):
         if acor is None:
             from . import __version__ as acor
         self.acor = acor
+        self.truncated = truncated
+        self.bytes = bytes
+        self.sha256 = sha256
+        self.output_file = output_file

@@ -185,7 +185,8 @@ INPUT_FIELDS = Fields(
 # --- file lines ---------------------------------------------------------------
 
 _FILE = re.compile(r"- (`+)(.*?)(?<!`)\1(?!`) \[(?:(\d+) bytes, sha256 "
-                   r"([0-9a-f]+)|(missing|directory))\](?:: (.*))?$")
+                   r"([0-9a-f]+)(, truncated)?|(missing|directory))\]"
+                   r"(?:: (.*))?$")
 _HEX = re.compile(r"[0-9a-f]+\Z")
 
 
@@ -196,7 +197,8 @@ def _meta(entry):
     size, digest = entry.get("bytes"), entry.get("sha256")
     if kind == "file" and type(size) is int and size >= 0 and \
             isinstance(digest, str) and _HEX.match(digest):
-        return f"{size} bytes, sha256 {digest}"
+        cut = ", truncated" if entry.get("truncated") is True else ""
+        return f"{size} bytes, sha256 {digest}{cut}"
     return "directory" if kind == "directory" else "missing"
 
 
@@ -223,7 +225,7 @@ def read_files(body: str) -> list[dict]:
     for line in body.split("\n") if body else []:
         match = _FILE.match(line)
         if match:
-            _, path, size, digest, kind, description = match.groups()
+            _, path, size, digest, cut, kind, description = match.groups()
             found.append({
                 "path": uncode_span(path),
                 "description": unescape_text(description or ""),
@@ -231,6 +233,8 @@ def read_files(body: str) -> list[dict]:
                 "bytes": int(size) if size else None,
                 "sha256": digest,
             })
+            if cut:
+                found[-1]["truncated"] = True
         elif found:
             extra = unescape_text(_dedent(line))
             found[-1]["description"] += "\n" + extra
@@ -266,16 +270,29 @@ def fenced(format: str, data: Any) -> list[str]:
     return [fence + escape_inline(format).replace("`", ""), text, fence]
 
 
-def read_fenced(body: str) -> tuple[str, Any] | None:
+class RawJSON(str):
+    """The text of a ``json`` block left undecoded on purpose (a reader
+    with an output budget does not build megabytes of objects it will
+    only summarise): it renders back as the same block."""
+
+    __slots__ = ()
+
+
+def read_fenced(body: str, decode: bool = True) -> tuple[str, Any] | None:
     """``(format, data)`` from a body that is one fenced block, else None.
     A ``json`` block holds the decoded value; one that is not JSON, or
-    nests deeper than :data:`acor.jsonlines.MAX_DEPTH`, stays text."""
-    lines = body.split("\n")
-    opening = _OPENING.match(lines[0])
-    if not opening or len(lines) < 2 or lines[-1] != opening.group(1):
+    nests deeper than :data:`acor.jsonlines.MAX_DEPTH`, stays text; with
+    ``decode`` false, it is its text as a :class:`RawJSON`."""
+    # By the first and last line ends, not split into lines: a block of
+    # megabytes would be a million strings for a moment.
+    first, last = body.find("\n"), body.rfind("\n")
+    opening = _OPENING.match(body[:first]) if first >= 0 else None
+    if not opening or body[last + 1:] != opening.group(1):
         return None
     format = unescape_inline(opening.group(2).strip())
-    data = "\n".join(lines[1:-1])
+    data = body[first + 1:last] if last > first else ""
+    if format == "json" and not decode:
+        return format, RawJSON(data)
     if format == "json":
         from . import jsonlines  # only JSON blocks pay for json
         try:

@@ -10,6 +10,14 @@ One JSON file per tool and session, ``<state_dir>/<tool>/<session>.json``::
     {"format": "acor-session/1", "tool": "etl", "session": "run-42", "seq": 1,
      "checkpoints": {"batch-7": {"seq": 1, "time": "...Z", "state": {...}}}}
 
+A save appends one line to a journal beside it, ``.<session>.journal``
+(a header line, then one JSON object per checkpoint), synced, instead of
+rewriting the whole file: every :data:`ROTATE` saves (or past
+:data:`JOURNAL_BYTES`) the journal is folded into the file and started
+afresh, so a checkpoint costs one appended line (and a 64th of a rewrite),
+whatever the session holds. Readers apply the journal's entries newer than
+the file's ``seq``; a torn last line (a crash mid-write) is ignored.
+
 ``seq`` only grows, so the newest checkpoint is the one with the highest
 seq; saving an existing checkpoint id again replaces it and makes it the
 newest. Only the last ``keep`` checkpoints are kept, and only as many as fit
@@ -39,6 +47,9 @@ KEEP = 1000
 # `acor sessions` can take, whatever the file. A save drops the oldest
 # checkpoints to stay within it.
 MAX_BYTES = 16 << 20
+ROTATE = 64                 # journal entries before it is folded in
+JOURNAL_BYTES = 1 << 20     # or journal bytes
+JOURNAL = "acor-journal/1"
 SavedCheckpoint = collections.namedtuple("SavedCheckpoint",
                                          "id state time seq")
 SessionSummary = collections.namedtuple(
@@ -201,7 +212,52 @@ class SessionStore:
         reason = _format_problem(data)
         if reason:
             raise CorruptSessionError(path, self.tool, session_id, reason)
+        for entry in self._journal(session_id, folder)[2]:
+            if entry["seq"] > data["seq"]:
+                data["checkpoints"].pop(entry["id"], None)
+                data["checkpoints"][entry["id"]] = {
+                    "seq": entry["seq"], "time": entry["time"],
+                    "state": entry["state"]}
+                data["seq"] = entry["seq"]
+        extra = len(data["checkpoints"]) - self.keep
+        if extra > 0:  # as a save folding the journal in would keep them
+            for cid, _ in sorted(data["checkpoints"].items(),
+                                 key=lambda item: item[1]["seq"])[:extra]:
+                del data["checkpoints"][cid]
         return data
+
+    def _journal(self, session_id, folder):
+        """(its size in bytes or None when there is none, the file's seq
+        when it was started, its well-formed entries). A line that is not
+        one (torn by a crash) is skipped."""
+        name = f".{session_id}.journal"
+        try:
+            raw = folder.read(name, MAX_BYTES)
+        except Unsafe as exc:
+            raise CorruptSessionError(
+                os.path.join(self.folder, name), self.tool, session_id,
+                exc.reason, what="journal",
+                fix="Delete it, then run the tool again.") from None
+        if raw is None:
+            return None, None, []
+        lines = raw.split(b"\n")
+        try:
+            header = json.loads(lines[0])
+            base = header["seq"] if header.get("format") == JOURNAL and \
+                isinstance(header.get("seq"), int) else None
+        except (ValueError, RecursionError, AttributeError, TypeError):
+            base = None
+        entries = []
+        for line in lines[1:]:
+            try:
+                entry = json.loads(line)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(entry, dict) and isinstance(entry.get("id"), str) \
+                    and isinstance(entry.get("seq"), int) and \
+                    isinstance(entry.get("time"), str) and "state" in entry:
+                entries.append(entry)
+        return len(raw), base, entries
 
     def latest(self, session_id):
         """The newest :class:`SavedCheckpoint`, or None if there is none."""
@@ -215,6 +271,8 @@ class SessionStore:
         _check_json(state)
         with self._open_folder(create=True) as folder, \
                 self._lock(folder, session_id):
+            if self._append(folder, session_id, checkpoint_id, state):
+                return
             data = self._read(session_id, folder) or \
                 {"checkpoints": {}, "seq": 0}
             seq = max([data["seq"]] + [e["seq"] for e in
@@ -231,6 +289,31 @@ class SessionStore:
             self._remove_temps(folder, session_id)
             folder.write(session_id + ".json", blob, durable=True,
                          temp=f".{session_id}.{os.urandom(6).hex()}.tmp")
+            # A fresh journal: a crash before this line leaves the old
+            # one, whose entries are all at or below the file's seq.
+            folder.write(f".{session_id}.journal", _encode(
+                {"format": JOURNAL, "seq": seq}) + b"\n", durable=True,
+                temp=f".{session_id}.{os.urandom(6).hex()}.tmp")
+
+    def _append(self, folder, session_id, checkpoint_id, state):
+        """Save by one line appended to the journal; False when the
+        journal is missing or due to be folded into the file."""
+        if self.keep <= ROTATE:  # a small file: rewriting it costs little
+            return False
+        size, base, entries = self._journal(session_id, folder)
+        if size is None or base is None or len(entries) + 1 >= ROTATE:
+            return False
+        self._remove_temps(folder, session_id)  # a dead writer's
+        last = max([base] + [entry["seq"] for entry in entries])
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        line = _encode({"id": checkpoint_id, "seq": last + 1,
+                        "time": stamp, "state": state}) + b"\n"
+        # A read takes the journal whole too: it stays a small part of
+        # what a session file may hold.
+        if size + len(line) > min(JOURNAL_BYTES, MAX_BYTES // 4):
+            return False
+        folder.append(f".{session_id}.journal", line, durable=True)
+        return True
 
     def clear(self, session_id):
         """Delete the session (even a corrupt one: a link, a FIFO). True if
@@ -246,6 +329,10 @@ class SessionStore:
         # would let that process and a newcomer hold "the" lock at once.
         with folder, self._lock(folder, session_id):
             self._remove_temps(folder, session_id)
+            try:
+                folder.remove(f".{session_id}.journal")
+            except OSError:
+                pass
             try:
                 folder.remove(session_id + ".json")
             except FileNotFoundError:

@@ -16,6 +16,7 @@ import time
 from harness import QUICK, broken, scale, table
 from workspace import NotInstalled, clean_env, installed_acor, make_project
 
+import budget
 import mcp_rows
 import progress
 import startup
@@ -34,7 +35,7 @@ def measure(name, target, unit, row):
 
 def rows(work, env):
     project = make_project(os.path.join(work, "proj"),
-                           tools=("hello", "flood", "ticker"))
+                           tools=("hello", "flood", "ticker", "agentcost"))
     big = make_project(os.path.join(work, "big"), copies=1000)
     small = make_project(os.path.join(work, "small"), copies=1)
     megabytes = scale(100, 10)
@@ -63,6 +64,24 @@ def rows(work, env):
         measure("emission", 100_000, "/s",
                 lambda: progress.emission(env)),
         measure("parser", 50, "MB/s", streams.parser),
+        measure(f"{megabytes} MB, budgeted", 2.0, "x",
+                lambda: budget.budgeted_flood(env, project, megabytes)),
+        measure("agent cost, 20 MB flood", budget.BUDGET, "B",
+                lambda: budget.agent_cost(
+                    env, project, "agent cost, 20 MB flood",
+                    ["raw", str(scale(20, 5))],
+                    "bytes relayed for 20 MB of raw text")),
+        measure("agent cost, 10 MB data", budget.BUDGET, "B",
+                lambda: budget.agent_cost(
+                    env, project, "agent cost, 10 MB data",
+                    ["data", str(scale(10, 2))],
+                    "bytes relayed for a 10 MB Output Data")),
+        measure("agent cost, checkpoints", budget.BUDGET, "B",
+                lambda: budget.agent_cost(
+                    env, project, "agent cost, checkpoints",
+                    ["chatty", str(scale(2000, 300))],
+                    "2,000 progress + 2,000 checkpoints", 60)),
+        measure("checkpoint", 2.0, "ms", budget.checkpoint_cost),
     ]
     results += startup.discovery(env, big, small)
     results += mcp_rows.mcp_rows()

@@ -54,7 +54,10 @@ def flood(env, project, megabytes, fmt, peaks):
 
     def via_acor():
         start = time.perf_counter()
-        proc = subprocess.Popen([ACOR, "--format", fmt] + args, cwd=project,
+        # --max-output 0: the relay itself, every byte to the reader (the
+        # budgeted flood has its own row, bench/budget.py).
+        proc = subprocess.Popen([ACOR, "--max-output", "0", "--format",
+                                 fmt] + args, cwd=project,
                                 env=env, stdout=subprocess.PIPE)
         peak = []
         watcher = threading.Thread(target=lambda: peak.append(
@@ -83,7 +86,8 @@ def flood(env, project, megabytes, fmt, peaks):
     # No warm-up pair: the launcher row ran this project and cache before.
     a, b = alternate(via_acor, direct, scale(9, 1), warmup=0)
     return ratio_result(f"{megabytes} MB, {fmt}",
-                        f"`acor --format {fmt}` / tool > /dev/null", a, b,
+                        f"`acor --max-output 0 --format {fmt}` / tool > "
+                        "/dev/null", a, b,
                         1.5)
 
 

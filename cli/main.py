@@ -22,7 +22,8 @@ from acor.cli.signals import EarlySignals
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp"})
 _VALUED = {"--format": "format", "--timeout": "timeout",
-           "--idle-timeout": "idle_timeout", "--config": "config"}
+           "--idle-timeout": "idle_timeout", "--config": "config",
+           "--max-output": "max_output"}
 
 
 def split_options(argv):
@@ -59,7 +60,7 @@ def split_options(argv):
 
 
 _EXAMPLES = {"--format": "json", "--timeout": "60", "--idle-timeout": "30",
-             "--config": ".acor/config.yaml"}
+             "--config": ".acor/config.yaml", "--max-output": "64k"}
 
 
 def _check_options(options):
@@ -77,6 +78,15 @@ def _check_options(options):
                 raise UsageError(str(exc), "Give a duration in seconds, as "
                                  "in the command below.",
                                  next=["acor", flag, "30", "list"]) from None
+    if "max_output" in options:
+        from acor.cli.output.budget import parse_size
+        try:
+            options["max_output"] = parse_size(options["max_output"])
+        except ValueError as exc:
+            raise UsageError(str(exc), "Give a size in bytes (0 for no "
+                             "limit), as in the command below.",
+                             next=["acor", "--max-output", "64k",
+                                   "list"]) from None
     return options
 
 

@@ -48,16 +48,29 @@ def _tool(name, cwd):
 
 
 def _argv_from_values(spec, values):
-    """The argv for ``values``, as `acor call` builds it; every violation
-    of the tool's args schema fails the test, all of them listed."""
+    """The argv for ``values``, as `acor call` builds it, or the
+    :class:`cli.errors.UsageError` listing every violation of the tool's
+    args schema (the result of that call: a test may mean it)."""
     from acor.cli.arguments import call_argv
     from acor.cli.errors import UsageError
     try:
         return call_argv(spec, values)
     except UsageError as exc:
-        pytest.fail(f"acor_run: {exc.reason} ({spec.manifest_path}):\n  "
-                    + (exc.details or "").replace("\n", "\n  "),
-                    pytrace=False)
+        return exc
+
+
+def _usage_result(spec, error):
+    """What `acor call` answers for arguments that fail the schema: an
+    E_USAGE failure, exit 2, nothing run."""
+    from acor.cli.run.result import RunResult
+    from acor.events import Status
+    event = error.to_event()
+    return RunResult(exit_code=2, state="failed", error_code=event.code,
+                     events=[event, Status("failed")], data=None,
+                     errors=[event], stderr="", duration=0.0,
+                     tool=spec.name, version=spec.version, argv=[],
+                     session=None, next=event.next, fields=None,
+                     audience="agent")
 
 
 @pytest.fixture(scope="session")
@@ -93,6 +106,8 @@ def acor_run(_acor_warm_start):
                                warm=_acor_warm_start)
                 tool = spec
             argv = _argv_from_values(tool, args)
+            if not isinstance(argv, list):
+                return _usage_result(tool, argv)
         return run(tool, [os.fspath(a) for a in argv], registry=registry,
                    cwd=cwd, timeout=timeout, warm=_acor_warm_start)
 

@@ -35,7 +35,7 @@ class FakeRun:
         self.cancels = []
 
     def __call__(self, tool, argv, *, registry=None, timeout=None, sink=None,
-                 cancel=None):
+                 cancel=None, keep_events=True):
         self.calls.append((tool.name, list(argv), timeout))
         self.cancels.append(cancel)
 

@@ -107,8 +107,8 @@ def test_wrapped_tool_is_loaded_like_the_shipped_pytest_manifest(project):
     (project / "tools" / "pytest.json").write_text(
         (REPO / "manifests" / "pytest.json").read_text())
     spec = load(project).get("pytest")
-    assert spec.kind == "wrapped" and spec.argv == ["{python}", "-m",
-                                                     "pytest"]
+    assert spec.kind == "wrapped" and spec.argv == ["{project_python}",
+                                                     "-m", "pytest"]
     assert spec.errors["1"]["code"] == "E_TESTS_FAILED"
     assert spec.cwd_mode == "invocation" and spec.version == "1.0.0"
     assert "percent" in spec.progress_pattern and spec.warnings == []

@@ -31,8 +31,6 @@ fuzz = settings(max_examples=EXAMPLES, deadline=None,
 SCHEMA = json.loads(resources.files("acor").joinpath(
     "schemas", "events.schema.json").read_text(encoding="utf-8"))
 VALIDATOR = jsonschema.Draft202012Validator(SCHEMA)
-# Keys a line may carry beyond the event's own: acor's version on the
-# result line.
 OPTIONAL: dict = {}  # properties an event may leave out (none today)
 
 # --- one strategy per event type ------------------------------------------
@@ -151,7 +149,9 @@ def test_the_result_line_acor_writes_validates():
               "tool": "csvprofile", "version": "1.0.0",
               "argv": ["data.csv"], "session": None,
               "next": ["acor", "--timeout", "4", "csvprofile", "data.csv"],
-              "acor": "0.2.0", "v": 1, "seq": 9, "time": 1.5}
+              "acor": "0.2.0", "truncated": False, "bytes": None,
+              "sha256": None, "output_file": None,
+              "v": 1, "seq": 9, "time": 1.5}
     assert errors(record) == []
 
 

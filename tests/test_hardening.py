@@ -599,7 +599,9 @@ def test_state_files_pointing_at_devices_sessions_stay_under_the_bound(
     for n in range(40):
         store.save("s", f"cp-{n}", {"blob": "x" * 300, "n": n})
         assert os.path.getsize(state / "etl" / "s.json") <= 4000
-    data = json.loads((state / "etl" / "s.json").read_text())
+        journal = state / "etl" / ".s.journal"  # appended between rewrites
+        assert not journal.exists() or os.path.getsize(journal) <= 1000
+    data = store._read("s")  # the file and the journal, as readers see it
     kept = [int(c[3:]) for c in data["checkpoints"]]
     assert kept == list(range(40 - len(kept), 40)) and 5 < len(kept) < 15
     with pytest.raises(ValueError, match="over the 4000 bytes"):

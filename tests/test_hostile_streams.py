@@ -110,6 +110,14 @@ tool.stop()
 """
 
 
+@pytest.fixture(autouse=True)
+def whole_streams(project):
+    """These tests read everything acor relays: no output budget (the
+    budget has its own tests, tests/test_budget.py)."""
+    (project.root / ".acor").mkdir(exist_ok=True)
+    (project.root / ".acor" / "config.yaml").write_text("max_output: 0\n")
+
+
 @pytest.fixture
 def replay(project, tmp_path):
     """run(steps, *acor_options) -> (exit code, stdout str, stderr str)."""

@@ -115,13 +115,18 @@ def test_args_are_validated_and_converted_as_acor_call_does(pytester, tools):
             result = acor_run("tools/echoargs", args={"word": "w"})
             assert result.data == {"argv": ["--", "w"]}
 
-        def test_every_violation_fails_the_test(acor_run):
-            acor_run("echoargs", args={"times": 0, "colour": "red"})
+        def test_every_violation_is_an_e_usage_result(acor_run):
+            result = acor_run("echoargs", args={"times": 0, "colour": "red"})
+            assert (result.exit_code, result.state, result.error_code) == (
+                2, "failed", "E_USAGE")
+            error = result.errors[0]
+            assert "Invalid arguments for 'echoargs'" in error.title
+            for name in ("word", "times", "colour"):
+                assert name in error.details
+            assert [e.type for e in result.events] == ["error", "status"]
     """)
     result = _pytest_in(pytester, )
-    result.assert_outcomes(passed=2, failed=1)
-    result.stdout.fnmatch_lines(["*Invalid arguments for 'echoargs'*",
-                                 "*word*", "*times*", "*colour*"])
+    result.assert_outcomes(passed=3)
 
 
 def test_an_unknown_tool_is_a_result_not_an_exception(pytester, tools):

@@ -87,7 +87,8 @@ def test_ctrl_c_during_a_large_section_loses_and_merges_nothing(
     ends Cancelled with one final status."""
     project.add_tool("big", BIG)
     env = dict(project.env, PYTHONUNBUFFERED=unbuffered)
-    proc = subprocess.Popen([ACOR, "--format", "json", "big"],
+    proc = subprocess.Popen([ACOR, "--max-output", "0", "--format", "json",
+                             "big"],
                             cwd=project.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     first = proc.stdout.readline()

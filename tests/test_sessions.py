@@ -42,6 +42,13 @@ def listing(folder):
     return sorted(os.listdir(folder)) if os.path.isdir(folder) else []
 
 
+def stored(state, tool, session, keep=None):
+    """The session as every reader sees it: its file, with the journal's
+    newer entries applied (acor.sessions: a save appends to the journal)."""
+    store = SessionStore(state, tool, **({"keep": keep} if keep else {}))
+    return store._read(session)
+
+
 # --- save / latest ----------------------------------------------------------
 
 def test_save_latest_round_trip(state):
@@ -56,7 +63,7 @@ def test_save_latest_round_trip(state):
     # Saving an old id again makes it the newest, not a second entry.
     store.save("run-1", "batch-1", {"offset": 300})
     assert store.latest("run-1")[:2] == ("batch-1", {"offset": 300})
-    data = json.loads((state / "etl" / "run-1.json").read_text())
+    data = stored(state, "etl", "run-1")
     assert data["format"] == "acor-session/1" and data["seq"] == 3
     assert [(k, v["seq"]) for k, v in data["checkpoints"].items()] == [
         ("batch-2", 2), ("batch-1", 3)]
@@ -76,7 +83,7 @@ def test_history_is_bounded(state):
     store = SessionStore(state, "etl", keep=5)
     for n in range(12):
         store.save("s", f"cp-{n}", {"n": n})
-    data = json.loads((state / "etl" / "s.json").read_text())
+    data = stored(state, "etl", "s", keep=5)
     assert list(data["checkpoints"]) == [f"cp-{n}" for n in range(7, 12)]
     assert store.latest("s").seq == 12
 
@@ -145,7 +152,7 @@ def test_non_json_state_is_refused_and_file_untouched(state):
         with pytest.raises(error):
             store.save("fresh", "bad", value)
     assert path.read_bytes() == before
-    assert listing(state / "etl") == [".s.lock", "s.json"]
+    assert listing(state / "etl") == [".s.journal", ".s.lock", "s.json"]
 
 
 # --- corrupt files ----------------------------------------------------------
@@ -242,7 +249,8 @@ def test_stale_temp_files_of_dead_writers_are_removed(state):
     (folder / ".s.deadbeef0001.tmp").write_text('{"torn')
     (folder / ".s.x.deadbeef0002.tmp").write_text("another session's")
     store.save("s", "c2", {})
-    assert listing(folder) == [".s.lock", ".s.x.deadbeef0002.tmp", "s.json"]
+    assert listing(folder) == [".s.journal", ".s.lock",
+                               ".s.x.deadbeef0002.tmp", "s.json"]
 
 
 def test_reading_does_not_import_filelock(state):
@@ -282,14 +290,15 @@ def test_sixteen_processes_lose_no_checkpoint(state):
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
-    data = json.loads((state / "etl" / "shared.json").read_text())
+    data = stored(state, "etl", "shared")
     points = data["checkpoints"]
     assert set(points) == {f"p{i}-{k}" for i in range(16) for k in range(5)}
     assert sorted(e["seq"] for e in points.values()) == list(range(1, 81))
     for i in range(16):  # each process's own saves stay in its order
         seqs = [points[f"p{i}-{k}"]["seq"] for k in range(5)]
         assert seqs == sorted(seqs)
-    assert listing(state / "etl") == [".shared.lock", "shared.json"]
+    assert listing(state / "etl") == [".shared.journal", ".shared.lock",
+                                      "shared.json"]
 
 
 BLOB = "x" * 300_000

@@ -30,7 +30,7 @@ def wants_json(ctx, as_json: bool) -> bool:
 def echo_json(data) -> None:
     """``data`` as one line of JSON. What acor lists and shows comes from
     manifests and config, which refuse non-finite numbers."""
-    from acor.cli.output.formats import json_line
+    from acor.cli.output.jsonline import json_line
     click.echo(json_line(data, finite=True), nl=False)
 
 

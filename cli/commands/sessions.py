@@ -62,11 +62,14 @@ def _tools_with(state_dir, session_id):
 @click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
 @click.option("--clear", "clear_id", metavar="ID",
               help="Delete the session ID and all its checkpoints.")
+@click.option("--clear-output", is_flag=True,
+              help="Delete the files that hold the whole output of runs "
+                   "that went over their output budget (--max-output).")
 @click.option("--tool", metavar="NAME",
               help="Only this tool's sessions (needed by --clear when "
                    "several tools have a session with that id).")
 @click.pass_context
-def sessions(ctx, as_json, clear_id, tool):
+def sessions(ctx, as_json, clear_id, clear_output, tool):
     """List saved sessions (tool, session, last checkpoint, time, count),
     or delete one with --clear ID."""
     obj = ctx.obj if isinstance(ctx.obj, dict) else {}
@@ -79,6 +82,18 @@ def sessions(ctx, as_json, clear_id, tool):
             validate_session_id(clear_id)
     except ValueError as exc:
         _fail(ctx, fmt, str(exc), "E_USAGE", _LIST_HINT)
+    if clear_output:
+        from acor.cli.output.budget import clear_outputs, output_dir
+        removed = clear_outputs(state_dir)
+        where = output_dir(state_dir)
+        if as_json:
+            click.echo(json.dumps({"cleared_output": {"files": removed,
+                                                      "dir": where}}))
+        else:
+            click.echo(f"Removed {removed} output file(s) from "
+                       f"{printable(where)}.")
+        if clear_id is None:
+            return
     if clear_id is None:
         _list(state_dir, tool, as_json)
         return

@@ -9,6 +9,7 @@ Every key is optional::
     format: null             # markdown | json | rich (null: by terminal)
     progress_interval: 0.1   # coalesce piped progress faster than this
     state_dir: .acor/state   # where tools keep state between runs
+    max_output: 32k          # bytes relayed to the agent per run (0: all)
 
 The project root is the directory holding ``.acor/``; an explicit config
 file elsewhere (``--config``, ``ACOR_CONFIG``) makes its own directory the
@@ -43,6 +44,7 @@ KEYS = {
     "format": (None, "markdown"),
     "progress_interval": (0.1, "0.1"),
     "state_dir": (os.path.join(".acor", "state"), ".acor/state"),
+    "max_output": (32 * 1024, "32k"),
 }
 
 
@@ -81,7 +83,8 @@ class Config(Record):
     """The effective configuration; every path in it is absolute."""
 
     FIELDS = ("path", "root", "tools_dirs", "timeout", "idle_timeout",
-             "format", "progress_interval", "state_dir", "warnings")
+             "format", "progress_interval", "state_dir", "warnings",
+             "max_output")
 
 
 def find_config(cwd, explicit=None):
@@ -171,6 +174,14 @@ def read_config(path, cwd):
     if values["format"] is not None and values["format"] not in FORMATS:
         wrong("format", "one of markdown, json, rich (or null)",
               values["format"])
+    if values["max_output"] is not None:
+        from acor.cli.output.budget import parse_size
+        try:
+            values["max_output"] = parse_size(values["max_output"],
+                                              "max_output")
+        except ValueError:
+            wrong("max_output", "a size in bytes: 0 (no limit), or from 4k "
+                  "to 1 TiB (32768, 32k, 1M)", values["max_output"])
     if not _path(values["state_dir"]):
         wrong("state_dir", "a directory path", values["state_dir"])
     dirs = values["tools_dirs"]
@@ -188,7 +199,8 @@ def read_config(path, cwd):
                                lines, warnings),
         timeout=values["timeout"], idle_timeout=values["idle_timeout"],
         format=values["format"], progress_interval=values["progress_interval"],
-        state_dir=_absolute(values["state_dir"], root), warnings=warnings)
+        state_dir=_absolute(values["state_dir"], root), warnings=warnings,
+        max_output=values["max_output"])
 
 
 def _tools_dirs(items, root, path, lines, warnings):

@@ -23,6 +23,11 @@ def _seconds(v) -> bool:
     return True
 
 
+def _size(v) -> bool:
+    """A byte budget: 0 (no limit), or 4096 up to 1 TiB."""
+    return type(v) is int and (v == 0 or 4096 <= v <= 1 << 40)
+
+
 def is_name(v) -> bool:
     return isinstance(v, str) and 0 < len(v) <= 64 and \
         set(v) <= _NAME_CHARS and v[0] not in "_-"
@@ -45,6 +50,8 @@ _COMMON = {
     "version": (False, _text, _VERSION),
     "timeout": (False, _seconds, _SECONDS),
     "idle_timeout": (False, _seconds, _SECONDS),
+    "max_output": (False, _size, "a number of bytes: 0 (no limit) or from "
+                   "4096 to 1099511627776"),
     "usage": (False, lambda v: isinstance(v, str), "a string"),
     "args": (False, lambda v: isinstance(v, dict),
              'a JSON Schema object, e.g. {"type": "object", "properties": '

@@ -137,11 +137,19 @@ class CallHandler:
         """Run the tool in a worker thread; a cancelled request stops it."""
         cancel = Cancel()
         finished = False
+        sink = _Sink(relay)
+        budgeted = _budget(sink, spec, registry)
 
         def work():
-            return self._run_tool(spec, argv, registry=registry,
-                                  timeout=self.timeout, sink=_Sink(relay),
-                                  cancel=cancel)
+            # No events kept by the runner: the result is built from what
+            # the budget lets through (sink.events), so a tool writing
+            # gigabytes costs the server the budget, not the gigabytes.
+            result = self._run_tool(spec, argv, registry=registry,
+                                    timeout=self.timeout, sink=budgeted,
+                                    cancel=cancel, keep_events=False)
+            if result.events is None:
+                result.events = sink.events
+            return result
 
         async def stop_when_cancelled():
             try:
@@ -168,13 +176,39 @@ class CallHandler:
         return result
 
 
+def _budget(sink, spec, registry):
+    """``sink`` within the tool's output budget (its manifest's
+    max_output, else the config's, else the default; 0: none), its whole
+    output spilled under the config's state dir."""
+    from acor.cli.output.budget import (DEFAULT_MAX_OUTPUT, Budget,
+                                        mcp_cost, output_dir)
+    config = getattr(registry, "config", None)
+    limit = spec.max_output
+    if limit is None:
+        limit = getattr(config, "max_output", None)
+    if limit is None:
+        limit = DEFAULT_MAX_OUTPUT
+    if not limit:
+        return sink
+    state_dir = getattr(config, "state_dir", None) or os.path.join(
+        ".acor", "state")
+    return Budget(sink, limit, output_dir(state_dir), spec.name, mcp_cost)
+
+
 class _Sink:
-    """The runner's sink for one run: events to the progress relay (the
-    result keeps them all), the tool's stderr to ours, which MCP clients
-    keep as the server's log. No coalescing here: the relay does it."""
+    """The runner's sink for one run: events to the progress relay, the
+    ones a result shows kept (after the budget), the tool's stderr to
+    ours, which MCP clients keep as the server's log. No coalescing here:
+    the relay does it."""
 
     def __init__(self, relay: ProgressRelay) -> None:
-        self.emit = relay.on_event
+        self.relay = relay
+        self.events: list = []
+
+    def emit(self, event) -> None:
+        self.relay.on_event(event)
+        if event.type not in ("progress", "heartbeat"):
+            self.events.append(event)
 
     def due(self):
         return None

@@ -39,7 +39,8 @@ def call_result(result, *, protocol_version: str, cwd: str) -> dict:
     data = [e for e in result.events if isinstance(e, OutputData)]
     failed = result.state in ("failed", "timeout") or any(
         isinstance(e, Error) for e in result.events)
-    wire = {"content": content_blocks(result, cwd), "isError": failed,
+    wire = {"content": content_blocks(result, cwd, protocol_version),
+            "isError": failed,
             "_meta": {"acor/result": result_meta(result)}}
     if data:
         wire["structuredContent"] = structured(data[-1].data,
@@ -89,12 +90,13 @@ def _block(event):
     return None
 
 
-def content_blocks(result, cwd: str) -> list[dict]:
+def content_blocks(result, cwd: str,
+                   protocol_version: str = MODERN_VERSIONS[0]) -> list[dict]:
     """Every content block of ``result``, files expanded in place."""
     blocks = []
     for event in result.events:
         if isinstance(event, OutputFiles):
-            blocks.extend(files_blocks(event, cwd))
+            blocks.extend(files_blocks(event, cwd, protocol_version))
         else:
             block = _block(event)
             if block is not None:
@@ -128,9 +130,18 @@ def error_text(error: Error) -> str:
     return "\n".join(lines)
 
 
-def files_blocks(event: OutputFiles, cwd: str) -> list[dict]:
-    """Resource links for the files a tool wrote; a missing one as text."""
+# resource_link content came with protocol 2025-06-18: clients of the
+# versions before it reject a whole result that holds one.
+RESOURCE_LINK_SINCE = "2025-06-18"
+
+
+def files_blocks(event: OutputFiles, cwd: str,
+                 protocol_version: str = MODERN_VERSIONS[0]) -> list[dict]:
+    """Resource links for the files a tool wrote (text naming each file,
+    for a session that negotiated a version without resource links); a
+    missing one as text."""
     blocks = []
+    links = protocol_version >= RESOURCE_LINK_SINCE
     for entry in event.files:
         path = os.path.join(cwd, entry.get("path", ""))
         description = entry.get("description") or None
@@ -153,8 +164,29 @@ def files_blocks(event: OutputFiles, cwd: str) -> list[dict]:
             link["size"] = entry["bytes"]
         if entry.get("sha256"):
             link["_meta"] = {"acor/sha256": entry["sha256"]}
-        blocks.append(link)
+        if entry.get("truncated") is True:
+            link.setdefault("_meta", {})["acor/truncated"] = True
+        blocks.append(link if links else text(_link_text(link)))
     return blocks
+
+
+def _link_text(link: dict) -> str:
+    """A resource link as one text block, for older clients."""
+    meta = link.get("_meta") or {}
+    facts = [f"{link['size']} bytes"] if "size" in link else []
+    if meta.get("acor/sha256"):
+        facts.append(f"sha256 {meta['acor/sha256']}")
+    if meta.get("acor/truncated"):
+        facts.append("truncated: the result above is cut to fit the "
+                     "output budget; this file holds the whole output")
+    if link.get("mimeType") == "inode/directory":
+        facts.append("directory")
+    line = f"Output file: {link['uri']}"
+    if facts:
+        line += f" ({'; '.join(facts)})"
+    if link.get("description"):
+        line += f"\n{link['description']}"
+    return line
 
 
 def _mime_type(path: str) -> str | None:

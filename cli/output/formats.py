@@ -17,6 +17,8 @@ import os
 import sys
 import time
 
+from acor.cli.output.jsonline import json_encoders, json_line
+
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Callable, Optional
@@ -27,7 +29,6 @@ if TYPE_CHECKING:
 # Events whose JSON holds nothing but strings (and the launcher's keys):
 # the bulk of a flood, and safe for a compiled encoder (see JsonSink).
 _STRING_EVENTS = frozenset({"text", "output", "stderr"})
-_LINE_BREAKS = (b"\xe2\x80\xa8", b"\xe2\x80\xa9", b"\xc2\x85")
 
 STDERR_EVENT_LIMIT = 1 << 20  # bytes of tool stderr carried as JSON events
 
@@ -87,45 +88,6 @@ def _late_note(tool: str, event: Event, said: set) -> None:
         write_stderr(f"acor: {event.title} ({event.code})\n")
         return
     write_stderr(render(event) if event.type != "stderr" else "")
-
-
-_ENCODERS: list = []  # [orjson.dumps or None, jsonlines.dumps, SCHEMA_VERSION]
-
-
-def _json_encoders() -> list:
-    """Loaded once the tool is starting up (:meth:`JsonSink.started`)."""
-    if not _ENCODERS:
-        from acor.jsonlines import SCHEMA_VERSION, dumps
-        try:  # a compiled encoder, 5x faster on a flood; optional
-            from functools import partial
-
-            import orjson
-            fast = partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
-        except ImportError:
-            fast = None
-        _ENCODERS[:] = [fast, dumps, SCHEMA_VERSION]
-    return _ENCODERS
-
-
-def json_line(record: dict, finite: bool = False) -> bytes:
-    """``record`` as one line of strict JSON, its newline included:
-    :func:`acor.jsonlines.dumps`, or the same value (without the spaces)
-    from orjson, 5x faster, when ``finite`` (the caller knows every float
-    in ``record`` is finite: orjson writes NaN as null) and orjson's line
-    needs none of dumps' repairs: no lone surrogate (orjson refuses it),
-    no integer past 64 bits, no key that is not a string, no raw U+2028,
-    U+2029 or U+0085 (valid JSON, but a line break to JavaScript and
-    ``str.splitlines``)."""
-    fast, dumps, _ = _json_encoders()
-    if finite and fast is not None:
-        try:
-            data = fast(record)
-        except (TypeError, ValueError):
-            data = None
-        if data is not None and (data.isascii() or not any(
-                b in data for b in _LINE_BREAKS)):
-            return data
-    return (dumps(record) + "\n").encode("utf-8")
 
 
 class _Format:
@@ -195,11 +157,11 @@ class JsonSink(_Format):
 
     def started(self) -> None:
         super().started()
-        _json_encoders()
+        json_encoders()
 
     def _write(self, record: dict) -> None:
         self.seq += 1
-        record["v"] = _json_encoders()[2]
+        record["v"] = json_encoders()[2]
         record["seq"] = self.seq
         record["time"] = round(time.time(), 6)
         record.setdefault("tool", self.tool)
@@ -261,52 +223,72 @@ FORMATS: dict[str, tuple[Callable, bool]] = {
 
 
 class Coalescer:
-    """Progress faster than the interval collapses to the latest.
+    """Progress and checkpoints faster than the interval collapse to the
+    latest of each.
 
     The interval is ``max(floor, age / 2)``, ``age`` the time since the
     run started: it grows with the run, so a run of any length writes
-    about 2 ln(age / floor) Progress sections (some 20 for ten minutes, 40
-    for a year), while the latest progress before any other section, and
-    at the end, is always relayed."""
+    about 2 ln(age / floor) sections of each kind (some 20 for ten
+    minutes, 40 for a year), while the latest progress and the latest
+    checkpoint before any other section, and at the end, are always
+    relayed. Each kind is paced on its own: a checkpoint going out does
+    not force held progress out, nor the other way round."""
+
+    COALESCED = ("progress", "checkpoint")
 
     def __init__(self, sink, floor: float) -> None:
         self.sink = sink
         self.floor = floor
-        self._held: Optional[Event] = None
-        self._last = float("-inf")
+        self._held: dict = {}  # kind -> the latest event held
+        self._last = {kind: float("-inf") for kind in self.COALESCED}
         self._start = time.monotonic()
 
     def _interval(self, now: float) -> float:
         return max(self.floor, (now - self._start) / 2)
 
     def emit(self, event: Event) -> None:
-        if event.type == "progress" and self.floor > 0:
+        kind = event.type
+        if kind in self._last and self.floor > 0:
             now = time.monotonic()
-            if now - self._last < self._interval(now):
-                self._held = event
+            self._held.pop(kind, None)
+            if now - self._last[kind] < self._interval(now):
+                self._held[kind] = event
                 return
-            self._held = None
-            self._last = now
+            self._last[kind] = now
             self.sink.emit(event)
             return
         self.flush()
         self.sink.emit(event)
 
     def due(self) -> Optional[float]:
-        """Seconds until a held progress should go out, or None."""
-        if self._held is None:
+        """Seconds until a held event should go out, or None."""
+        if not self._held:
             return None
         now = time.monotonic()
-        return max(0.0, self._last + self._interval(now) - now)
+        interval = self._interval(now)
+        return max(0.0, min(self._last[kind] + interval - now
+                            for kind in self._held))
+
+    @property
+    def max_data(self) -> Optional[int]:
+        return getattr(self.sink, "max_data", None)
 
     def tick(self) -> None:
-        if self._held is not None and self.due() == 0.0:
-            self.flush()
+        if not self._held:
+            return
+        now = time.monotonic()
+        interval = self._interval(now)
+        for kind in list(self._held):
+            if self._last[kind] + interval <= now:
+                event = self._held.pop(kind)
+                self._last[kind] = now
+                self.sink.emit(event)
 
     def flush(self) -> None:
-        if self._held is not None:
-            event, self._held = self._held, None
-            self._last = time.monotonic()
+        held, self._held = self._held, {}
+        now = time.monotonic()
+        for kind, event in held.items():
+            self._last[kind] = now
             self.sink.emit(event)
 
     def started(self) -> None:
@@ -327,11 +309,22 @@ class Coalescer:
         self.sink.close()
 
 
-def make_sink(fmt: str, tool: str, progress_interval: float, out=None):
-    """The sink for ``--format``, coalescing progress where it should."""
+def make_sink(fmt: str, tool: str, progress_interval: float, out=None,
+              max_output: int = 0, state_dir: Optional[str] = None):
+    """The sink for ``--format``, coalescing progress where it should, and
+    keeping the run within ``max_output`` bytes (0: no limit; the rich
+    view, for people, has none) with the whole output spilled under
+    ``state_dir`` (see :mod:`cli.output.budget`)."""
     factory, coalesce = FORMATS[fmt]
-    return Coalescer(factory(tool, out), progress_interval if coalesce
-                     else 0)
+    sink = factory(tool, out)
+    if coalesce and max_output:
+        from acor.cli.output.budget import (Budget, json_cost,
+                                            markdown_cost, output_dir)
+        cost = json_cost(tool) if fmt == "json" else markdown_cost
+        sink = Budget(sink, max_output,
+                      output_dir(state_dir or os.path.join(".acor", "state")),
+                      tool, cost)
+    return Coalescer(sink, progress_interval if coalesce else 0)
 
 
 def failure_sink(fmt: Optional[str], tool: str, out=None):

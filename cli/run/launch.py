@@ -103,6 +103,7 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     collector.version = spec.version
     config = registry.config if registry is not None else None
     policy = _Policy(spec, config, command, list(argv), timeout, idle_timeout)
+    policy.collector = collector
     own_cancel = cancel is None
     cancel = Cancel() if cancel is None else cancel
     previous = _install_signals(cancel) if handle_signals else None
@@ -142,7 +143,9 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         protocol = WrappedProtocol(spec)
     else:
         from acor.cli.run.protocols import AcorProtocol
-        protocol = AcorProtocol()
+        # A budgeted sink summarises a large Output Data: it need not be
+        # decoded (see cli.output.budget).
+        protocol = AcorProtocol(getattr(collector.sink, "max_data", None))
     if cancel.is_set():  # cancelled before the tool could start
         collector.emit(Status("cancelled"))
         return collector.finish(exitcodes.CANCELLED, "cancelled",
@@ -152,7 +155,11 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         reap_orphans = process.adopt_orphans()
     # "{python}" in a manifest's command means this launcher's interpreter,
     # so wrapped Python programs run in the same environment as acor.
-    argv = [sys.executable if word == "{python}" else word
+    # "{project_python}" is the project's own interpreter (its virtualenv),
+    # for programs that must run in it: the project's test suite.
+    argv = [sys.executable if word == "{python}" else
+            project_python(policy.cwd(cwd), policy.config)
+            if word == "{project_python}" else word
             for word in spec.argv] + policy.args
     run_env = policy.environment(env, protocol.env())
     try:
@@ -193,6 +200,34 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     return result
 
 
+VENV_DIRS = (".venv", "venv")
+
+
+def project_python(cwd: Optional[str], config) -> str:
+    """The project's interpreter: ``.venv/bin/python`` (or ``venv``) in
+    the run's directory or the project root, else the active virtualenv
+    (``$VIRTUAL_ENV``), else acor's own. A venv another user owns, or
+    others may write to, is not used (it would run as you)."""
+    roots = [os.path.abspath(cwd or os.getcwd())]
+    if config is not None and config.root not in roots:
+        roots.append(config.root)
+    candidates = [os.path.join(root, name, "bin", "python")
+                  for root in roots for name in VENV_DIRS]
+    if os.environ.get("VIRTUAL_ENV"):
+        candidates.append(os.path.join(os.environ["VIRTUAL_ENV"], "bin",
+                                       "python"))
+    for path in candidates:
+        try:
+            st = os.stat(os.path.dirname(os.path.dirname(path)))
+        except OSError:
+            continue
+        if st.st_uid not in (os.getuid(), 0) or st.st_mode & 0o022:
+            continue
+        if os.access(path, os.X_OK):
+            return path
+    return sys.executable
+
+
 def _spawn(warm, spec, argv, **how):
     """The tool's process: forked warm when it may be, else started."""
     alone = how.pop("alone", False)
@@ -225,6 +260,8 @@ class _Policy:
                         (config.timeout if config else None) or 120.0)
         self.idle_timeout = (idle_timeout or spec.idle_timeout or
                              (config.idle_timeout if config else None))
+        self.collector = None  # the run's Collector: its progress, session
+        self.started = time.monotonic()
 
     def cwd(self, cwd: Optional[str]) -> Optional[str]:
         if self.spec.cwd_mode == "project" and self.config is not None:
@@ -235,7 +272,9 @@ class _Policy:
         env = os.environ.copy()
         env["ACOR_SH"] = ACOR_SH
         env.update(extra or {})
-        if self.config is not None:
+        if self.config is not None and self.spec.kind == "acor":
+            # Only for tools that keep sessions through acor: a wrapped
+            # program (the project's test suite) keeps its own environment.
             env["ACOR_STATE_DIR"] = self.config.state_dir
         env["ACOR_TOOL"] = self.spec.name
         env.update(protocol_env)
@@ -265,14 +304,15 @@ class _Policy:
     def stop_error(self, kind: str, seconds: float) -> Error:
         name = self.spec.name
         if kind == "timeout":
-            doubled = _seconds(seconds * 2)
+            needed, how = self._estimate(seconds)
             return Error(
                 f"Tool '{name}' timed out after {_seconds(seconds)} s",
-                "E_TIMEOUT", f"timeout: {_seconds(seconds)} s",
+                "E_TIMEOUT", f"timeout: {_seconds(seconds)} s" + how,
                 "Run it on less input, or allow more time (the command "
-                "below doubles the timeout; `timeout` in the manifest or "
-                ".acor/config.yaml sets it for good).",
-                self.same_command(timeout=doubled))
+                f"below allows {_seconds(needed)} s; `timeout` in the "
+                "manifest or .acor/config.yaml sets it for good)."
+                + self._session_advice(),
+                self.same_command(timeout=_seconds(needed)))
         return Error(
             f"Tool '{name}' was silent for {_seconds(seconds)} s and was "
             "stopped", "E_IDLE_TIMEOUT",
@@ -281,6 +321,41 @@ class _Policy:
             "tool.heartbeat() during long silent steps; or allow longer "
             "silences (the command below doubles the idle timeout).",
             self.same_command(idle_timeout=_seconds(seconds * 2)))
+
+
+    def _estimate(self, seconds: float) -> tuple[float, str]:
+        """The time to allow next: from the progress rate when the tool
+        reported progress (the time it would need at that rate, and a
+        quarter more), else double; and a phrase saying why."""
+        from acor.cli.durations import MAX_SECONDS
+        progress = getattr(self.collector, "progress", None)
+        doubled = min(MAX_SECONDS, seconds * 2)
+        if not progress or not 1 <= progress[0] < 100:
+            return doubled, ""
+        percent, at = progress
+        elapsed = max(0.001, at - self.started)
+        total = elapsed * 100 / percent
+        needed = min(MAX_SECONDS, max(seconds * 1.25, total * 1.25))
+        needed = float(int(needed) + 1) if needed >= 10 else \
+            round(needed + 0.05, 1)
+        return needed, (f"\nprogress: {percent:g}% after {elapsed:.1f} s, "
+                        f"so about {total:.1f} s in all at that rate")
+
+    def _session_advice(self) -> str:
+        session = getattr(self.collector, "session", None)
+        if session:
+            return (f" It saved checkpoints in session {session}: the "
+                    "command below continues from the last one.")
+        schema = getattr(self.spec, "args_schema", None) or {}
+        properties = schema.get("properties", {}) \
+            if isinstance(schema, dict) else {}
+        flag = ((properties.get("session") or {}).get("x-acor") or {}) \
+            .get("flag")
+        if flag:
+            return (f" This tool can resume a stopped run: pass {flag} "
+                    "with a name of your choosing, and run the same "
+                    "command again if it is stopped.")
+        return ""
 
 
 def _seconds(value: float) -> str:

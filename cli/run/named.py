@@ -34,7 +34,10 @@ def run_named(name: str, args: list[str], options: dict, words: list[str],
     fmt = default_format(options, config)
     from acor.cli.output.formats import make_sink
     from acor.cli.run.launch import Cancel, run
-    sink = make_sink(fmt, name, config.progress_interval)
+    sink = make_sink(fmt, name, config.progress_interval,
+                     max_output=max_output(options, registry.get(name),
+                                           config),
+                     state_dir=config.state_dir)
     cancel = early.cancel = Cancel()
     for signum in early.received:
         cancel.set(signum)
@@ -58,3 +61,15 @@ def default_format(options, config):
     if config is not None and config.format:
         return config.format
     return "rich" if sys.stdout.isatty() else "markdown"
+
+
+def max_output(options: dict, spec, config) -> int:
+    """The run's output budget in bytes: --max-output, else the
+    manifest's, else the config's, else the default (0: no limit)."""
+    for value in (options.get("max_output"),
+                  getattr(spec, "max_output", None),
+                  getattr(config, "max_output", None)):
+        if value is not None:
+            return value
+    from acor.cli.output.budget import DEFAULT_MAX_OUTPUT
+    return DEFAULT_MAX_OUTPUT

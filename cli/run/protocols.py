@@ -22,6 +22,9 @@ from acor.events import Error, Event, Output, Progress, Status
 
 from acor.cli.run.process import signal_name
 
+GROUP = 0.05              # seconds of a wrapped program's lines in one Output
+GROUP_BYTES = 64 * 1024   # or this many bytes
+
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Optional, Sequence
@@ -32,8 +35,9 @@ if TYPE_CHECKING:
 class AcorProtocol:
     """A tool that speaks ACOR through the library: framed sections."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_data: Optional[int] = None) -> None:
         self.token = framing.new_token()
+        self.max_data = max_data  # see acor.decode.StreamDecoder
         self.decoder: Optional[StreamDecoder] = None  # built once spawned
         self._fd: Optional[int] = None
 
@@ -53,7 +57,7 @@ class AcorProtocol:
             os.close(self._fd)
             self._fd = None
         from acor.decode import StreamDecoder
-        self.decoder = StreamDecoder(self.token)
+        self.decoder = StreamDecoder(self.token, max_data=self.max_data)
 
     def start(self) -> list[Event]:
         return []
@@ -83,7 +87,9 @@ class WrappedProtocol:
         else:
             self.pattern = None
         self.errors = spec.errors or {}
-        self._blank: list[str] = []
+        self._pending: list[str] = []  # lines not yet relayed
+        self._size = 0
+        self._since: Optional[float] = None  # when the first came
 
     def env(self) -> dict[str, str]:
         return {}
@@ -98,34 +104,56 @@ class WrappedProtocol:
         return [Status("ready")]
 
     def feed(self, block: str) -> list[Event]:
-        """One read's worth of lines: the lines in order as one Output per
-        run of plain lines, and a Progress (not an Output) for each line
-        that reports progress. Empty lines alone make no section: they
-        are held for the next output."""
+        """Lines as they are read: plain lines are held and relayed as one
+        Output per :data:`GROUP` seconds (or :data:`GROUP_BYTES`), not one
+        per pipe read (a program writing a line at a time would be a
+        section a line); a line that reports progress is a Progress, after
+        the lines before it. Empty lines alone make no section: they go
+        with the next output (or at the end), so no line break is lost."""
+        import time
         events: list[Event] = []
-        pending: list[str] = self._blank  # empty lines held from before
-
-        def flush() -> None:
-            if any(pending):
-                events.append(Output("\n".join(pending)))
-                pending.clear()
-            # Only empty lines: no section of nothing; they go with the
-            # next output (or at the end), so no line break is lost.
-
         for line in block.split("\n"):
             match = self.pattern.search(line) if self.pattern else None
             if match:
-                flush()
+                events += self._flush()
                 events.append(Progress(_percent(match.group("percent")),
                                        line.strip()))
             else:
-                pending.append(line)
-        flush()
+                self._pending.append(line)
+                self._size += len(line) + 1
+        if self._pending and self._since is None:
+            self._since = time.monotonic()
+        if self._size >= GROUP_BYTES:
+            events += self._flush()
         return events
 
+    def due(self) -> Optional[float]:
+        """Seconds until held lines are due, or None."""
+        if self._since is None:
+            return None
+        import time
+        return max(0.0, self._since + GROUP - time.monotonic())
+
+    def tick(self, now: bool = False) -> list[Event]:
+        """The held lines when they are due (``now``: whatever is held)."""
+        due = self.due()
+        return self._flush() if due is not None and (now or due <= 0) \
+            else []
+
+    def _flush(self) -> list[Event]:
+        pending = self._pending
+        self._since = None
+        if not any(pending):
+            # Only empty lines: no section of nothing; they go with the
+            # next output (or at the end), so no line break is lost.
+            return []
+        self._pending, self._size = [], 0
+        return [Output("\n".join(pending))]
+
     def close(self) -> list[Event]:
-        blank, self._blank = self._blank, []
-        return [Output("\n".join(blank))] if blank else []
+        events = self._flush()
+        blank, self._pending, self._size = self._pending, [], 0
+        return events + ([Output("\n".join(blank))] if blank else [])
 
     def ending(self, returncode: Optional[int], stderr_tail: str,
                args: Sequence[str]) -> tuple[list[Event], int]:

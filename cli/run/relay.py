@@ -79,6 +79,9 @@ class Relay:
         self.kill_at: Optional[float] = None
         self._tail = bytearray()
         self._cancels_seen = 0
+        # A protocol that holds lines for a while (a wrapped program's).
+        self._protocol_due = getattr(protocol, "due", None)
+        self._protocol_tick = getattr(protocol, "tick", None)
 
     # --- the loop -------------------------------------------------------
 
@@ -143,7 +146,7 @@ class Relay:
                             self.dispatch(self.protocol.feed(block))
                     else:
                         self._stderr(data)
-                self.sink.tick()
+                self._tick()
             for block in reader.close():
                 self.dispatch(self.protocol.feed(block))
             self.dispatch(self.protocol.close())
@@ -151,6 +154,13 @@ class Relay:
             if exit_fd not in (None, -1):
                 os.close(exit_fd)
             sel.close()
+
+    def _tick(self) -> None:
+        """After each wake-up: what the protocol and the sink hold that
+        is now due."""
+        if self._protocol_tick is not None:
+            self.dispatch(self._protocol_tick())
+        self.sink.tick()
 
     def _next_deadline(self, exited_at: Optional[float]) -> Optional[float]:
         deadlines = []
@@ -165,9 +175,19 @@ class Relay:
         due = self.sink.due()
         if due is not None:
             deadlines.append(time.monotonic() + due)
+        if self._protocol_due is not None:
+            due = self._protocol_due()
+            if due is not None:
+                deadlines.append(time.monotonic() + due)
         return min(deadlines) if deadlines else None
 
     def _on_deadline(self, now: float) -> None:
+        if self._protocol_tick is not None:
+            # Held lines first, and all of them before acor's own ending.
+            self.dispatch(self._protocol_tick(self.stopped is None and (
+                now >= self.started + self.timeout or bool(
+                    self.idle_timeout and
+                    now >= self.last_activity + self.idle_timeout))))
         if self.kill_at is not None and now >= self.kill_at:
             self.proc.kill_group(signal.SIGKILL)
             self.kill_at = None

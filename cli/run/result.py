@@ -26,7 +26,8 @@ class RunResult:
 
     __slots__ = ("exit_code", "state", "error_code", "events", "data",
                  "errors", "stderr", "duration", "tool", "version", "argv",
-                 "session", "next", "fields", "audience", "tool_exit_code")
+                 "session", "next", "fields", "audience", "tool_exit_code",
+                 "truncated", "output_bytes", "output_sha256", "output_file")
     exit_code: int
     state: str
     error_code: Optional[str]
@@ -45,6 +46,12 @@ class RunResult:
     # What the tool's own process exited with (None if it never ran or was
     # killed); `acor check` compares it with the ending.
     tool_exit_code: Optional[int]
+    # The output budget's account (see acor.cli.output.budget): whether the
+    # agent was shown less than the whole output, and the file holding it.
+    truncated: bool
+    output_bytes: Optional[int]
+    output_sha256: Optional[str]
+    output_file: Optional[str]
 
     def __init__(self, *, exit_code: int, state: str, tool: str,
                  argv: list[str], duration: float = 0.0,
@@ -72,6 +79,10 @@ class RunResult:
         self.fields = fields
         self.audience = audience
         self.tool_exit_code = tool_exit_code
+        self.truncated = False
+        self.output_bytes = None
+        self.output_sha256 = None
+        self.output_file = None
 
     def of(self, kind: Union[str, type]) -> list[Event]:
         """The events of one type, by class or by type name."""
@@ -86,7 +97,10 @@ class RunResult:
         """The result line (docs/protocol.md, "The result line")."""
         return Result(self.exit_code, self.state, self.error_code,
                       round(self.duration * 1000), self.tool, self.version,
-                      self.argv, self.session, self.next)
+                      self.argv, self.session, self.next,
+                      truncated=self.truncated, bytes=self.output_bytes,
+                      sha256=self.output_sha256,
+                      output_file=self.output_file)
 
     def to_dict(self) -> dict:
         return self.record().to_dict()
@@ -112,6 +126,7 @@ class Collector:
         self.next: Optional[list[str]] = None
         self.fields: Optional[dict] = None
         self.audience = "agent"
+        self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
 
     # --- the sink protocol ----------------------------------------------
@@ -131,6 +146,9 @@ class Collector:
             self.data = event.data
         elif kind == "session":
             self.session = event.id
+        elif kind == "progress":
+            import time  # already loaded: the relay's
+            self.progress = (event.percent, time.monotonic())
         self.sink.emit(event)
 
     def due(self) -> Optional[float]:
