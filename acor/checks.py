@@ -129,7 +129,7 @@ def output_text(data, format):
                                   default=str)
     if format == "yaml":
         try:
-            import yaml  # type: ignore[import-untyped]  # only when asked
+            import yaml  # only when asked
         except ImportError:
             raise ImportError("output(format='yaml') needs PyYAML: "
                               "pip install pyyaml") from None

@@ -30,6 +30,10 @@ from .events import Progress
 from .quick import render
 from .toolstate import ToolState
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Self
+
 _RUNNING = ToolState.RUNNING
 
 # Under the launcher, progress is written at most this often: the launcher
@@ -124,7 +128,7 @@ class ProgressMixin:
     # catches); every call they do not take goes the slow way, which
     # checks everything and says what is wrong.
 
-    def progress(self, value, message=""):
+    def progress(self, value: float, message: str = "") -> "Self":
         """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0 (a float
         above 1.0 is a percent); out of range is clamped."""
         try:
@@ -140,7 +144,8 @@ class ProgressMixin:
             return self
         return self._publish()
 
-    def progress_bar(self, current, total, label=""):
+    def progress_bar(self, current: int, total: int, label: str = ""
+                     ) -> "Self":
         """Progress from a count: ``label (current/total)`` at
         ``current/total`` percent, clamped to 100. A total of 0 reads as
         done (there is nothing left to do). The counts are integers (numpy's

@@ -8,12 +8,27 @@ stateless between runs.
 from .checks import state_error
 from .events import Checkpoint, Session
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any, Self
+
 
 class ResumableMixin:
     """For AcorTool, which provides name, _lock, _emit(what, event),
     _require_running(what), and _session and _store (None at first)."""
 
-    def session(self, session_id, keep=None):
+    if TYPE_CHECKING:  # the contract above, for the type checker
+        name: str
+        _lock: Any
+        _session: "str | None"
+        _store: Any
+
+        def _emit(self, what: str, event: Any) -> Self: ...
+
+        def _require_running(self, what: str) -> None: ...
+
+    def session(self, session_id: str, keep: "int | None" = None
+                ) -> "Self":
         """Bind this run to a resumable session and emit ``## Session: id``.
 
         The id travels as an argument (the CLI stays stateless); state lives
@@ -38,7 +53,7 @@ class ResumableMixin:
         self._session, self._store = session_id, store
         return self
 
-    def checkpoint(self, checkpoint_id, state):
+    def checkpoint(self, checkpoint_id: str, state: "Any") -> "Self":
         """Save JSON-serialisable ``state`` for the session (atomically, and
         safely against other processes), then emit
         ``## Session Checkpoint: id``."""
@@ -48,7 +63,7 @@ class ResumableMixin:
         self._store.save(self._session, checkpoint_id, state)
         return self._emit("checkpoint", Checkpoint(checkpoint_id))
 
-    def resume(self):
+    def resume(self) -> "tuple[str, Any] | None":
         """The session's latest checkpoint as ``(checkpoint_id, state)``, or
         None when there is none yet (a first run)."""
         self._require_session("resume")

@@ -32,6 +32,12 @@ from .toolstate import ToolState
 __all__ = ["DIRECT_PROGRESS_INTERVAL", "PROGRESS_INTERVAL", "AcorTool",
            "ToolState"]
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import argparse
+    from types import TracebackType
+    from typing import Any, NoReturn
+
 _RUNNING = ToolState.RUNNING
 _CREATED = ToolState.CREATED
 _FINAL = (ToolState.COMPLETE, ToolState.FAILED, ToolState.CANCELLED)
@@ -82,8 +88,10 @@ class AcorTool(ProgressMixin, ResumableMixin):
     every call.
     """
 
-    def __init__(self, name=None, version=None, *, stream=None,
-                 frame_token=_SENTINEL, progress_interval=None):
+    def __init__(self, name: "str | None" = None,
+                 version: "str | None" = None, *, stream: "Any" = None,
+                 frame_token: "Any" = _SENTINEL,
+                 progress_interval: "float | None" = None) -> None:
         self._manifest = None
         if name is None or version is None:
             manifest, stem = _read_manifest()
@@ -97,11 +105,11 @@ class AcorTool(ProgressMixin, ResumableMixin):
                        else frame_token)
         self._lock = _thread.RLock()
         self._state = _CREATED
-        self._directives = []
+        self._directives: "list[str]" = []
         self._errored = False
-        self._last_error_code = None
-        self._session = None
-        self._store = None
+        self._last_error_code: "str | None" = None
+        self._session: "str | None" = None
+        self._store: "Any" = None
         self._init_progress(progress_interval)
         forks.track(self)
 
@@ -177,7 +185,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     # --- lifecycle ------------------------------------------------------
 
-    def start(self):
+    def start(self) -> "AcorTool":
         """Emit ``## Status: Ready``. A second call does nothing."""
         with self._lock:
             if self._state is _CREATED:
@@ -185,7 +193,8 @@ class AcorTool(ProgressMixin, ResumableMixin):
                 self._write(render(Status("ready")))
         return self
 
-    def stop(self, state=ToolState.COMPLETE):
+    def stop(self, state: "ToolState | str" = ToolState.COMPLETE
+             ) -> "AcorTool":
         """Flush pending directives and emit the final status. Idempotent:
         only the first call after start() writes anything."""
         if isinstance(state, str):
@@ -205,10 +214,12 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self._end(state)
         return self
 
-    def __enter__(self):
+    def __enter__(self) -> "AcorTool":
         return self.start()
 
-    def __exit__(self, exc_type, exc, tb):
+    def __exit__(self, exc_type: "type[BaseException] | None",
+                 exc: "BaseException | None",
+                 tb: "TracebackType | None") -> None:
         """End the run by how the block ended. A run that ends Failed ends
         the process too, with the exit code the launcher would give: 2 when
         the last error was E_USAGE, 1 otherwise (code after the block does
@@ -218,19 +229,19 @@ class AcorTool(ProgressMixin, ResumableMixin):
                 if exc_type is None:
                     self.stop(ToolState.FAILED if self._errored
                               else ToolState.COMPLETE)
-                elif issubclass(exc_type, KeyboardInterrupt):
+                elif isinstance(exc, KeyboardInterrupt):
                     self.stop(ToolState.CANCELLED)
-                elif issubclass(exc_type, SystemExit):
+                elif isinstance(exc, SystemExit):
                     ok = exc.code in (None, 0)
                     self.stop(ToolState.COMPLETE if ok else ToolState.FAILED)
                 else:
                     self._report_exception(exc, tb)
                     self.stop(ToolState.FAILED)
             except (OSError, ValueError):
-                return False  # stdout is gone: the exception in flight
+                return None  # stdout is gone: the exception in flight
         if exc_type is None and self._state is ToolState.FAILED:
             raise SystemExit(self._failed_exit_code())
-        return False
+        return None  # an exception in flight goes on
 
     def _failed_exit_code(self):
         return exitcodes.USAGE if self._last_error_code == "E_USAGE" \
@@ -247,7 +258,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     # --- sections -------------------------------------------------------
 
-    def status(self, state, message=""):
+    def status(self, state: str, message: str = "") -> "AcorTool":
         """``## Status: Working`` and an optional message. Final states are
         refused: call stop() to end the run."""
         state = checks.text(state, "status state").strip()
@@ -264,7 +275,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     # progress() and progress_bar() are in acor.progress (ProgressMixin).
 
-    def output(self, data, format="auto"):
+    def output(self, data: "Any", format: str = "auto") -> "AcorTool":
         """A string is ``## Output``; anything else, or an explicit format,
         is ``## Output Data`` in a fenced block (json by default)."""
         if format == "auto" and isinstance(data, str):
@@ -272,14 +283,16 @@ class AcorTool(ProgressMixin, ResumableMixin):
         format, text = checks.output_text(data, format)
         return self._emit("output", OutputData(format, text))
 
-    def output_files(self, files):
+    def output_files(self, files: "Any") -> "AcorTool":
         """``## Output Files``: a dict ``{path: description}`` or a list of
         paths, ``(path, description)`` pairs or dicts. Existing files show
         their size and the first 12 hex digits of their sha256."""
         return self._emit("output files",
                           OutputFiles(checks.file_entries(files)))
 
-    def error(self, code, message, recovery=None, details=None, next=None):
+    def error(self, code: str, message: str, recovery: "str | None" = None,
+              details: "str | None" = None,
+              next: "list[str] | None" = None) -> "AcorTool":
         """``## Error: {message}`` with the code, details, recovery and
         ``next`` (the exact argv to run next, e.g. ``tool.command("--help")``).
         Does not end the run; a context manager that exits normally after an
@@ -290,7 +303,9 @@ class AcorTool(ProgressMixin, ResumableMixin):
         self._last_error_code = event.code
         return self
 
-    def fail(self, code, message, recovery=None, details=None, next=None):
+    def fail(self, code: str, message: str, recovery: "str | None" = None,
+             details: "str | None" = None,
+             next: "list[str] | None" = None) -> "NoReturn":
         """Report the error and end the run Failed, in one call, then end the
         process: exit code 2 for ``E_USAGE``, 1 otherwise (it raises
         SystemExit; a context manager adds nothing after it). Called before
@@ -304,8 +319,10 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self.stop(ToolState.FAILED)
         raise SystemExit(self._failed_exit_code())
 
-    def input_needed(self, message, fields=None, audience="agent",
-                     next=None):
+    def input_needed(self, message: str,
+                     fields: "dict[str, Any] | None" = None,
+                     audience: str = "agent",
+                     next: "list[str] | None" = None) -> "NoReturn":
         """Emit ``## Input Needed`` and end the process with exit code 3.
         Nothing is written after it: the transcript ends here.
 
@@ -328,7 +345,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self._end(ToolState.INPUT_NEEDED)
         raise SystemExit(exitcodes.INPUT_NEEDED)
 
-    def ai_directive(self, message):
+    def ai_directive(self, message: str) -> "AcorTool":
         """Add an instruction for the agent. All of them go out as one
         ``## AI Directive`` section when the tool stops."""
         message = checks.text(message, "directive")
@@ -337,7 +354,8 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self._directives.append(message)
         return self
 
-    def suggestions(self, items, title=None):
+    def suggestions(self, items: "list[str]", title: "str | None" = None
+                    ) -> "AcorTool":
         """``## Suggestions[: title]``: optional next steps, as actions."""
         if isinstance(items, str):
             raise TypeError("suggestions() takes a list of strings, not one "
@@ -348,12 +366,14 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     # --- arguments ------------------------------------------------------
 
-    def command(self, *args):
+    def command(self, *args: object) -> "list[str]":
         """The argv that runs this tool again with ``args`` (``["acor",
         name, *args]``): what ``next`` holds."""
         return ["acor", self.name, *(str(a) for a in args)]
 
-    def parse_args(self, argv=None, *, schema=None):
+    def parse_args(self, argv: "list[str] | None" = None, *,
+                   schema: "dict[str, Any] | None" = None
+                   ) -> "argparse.Namespace":
         """Parse ``argv`` (default ``sys.argv[1:]``) with the ``"args"``
         schema of the manifest.json beside the script (or ``schema``; see
         :mod:`acor.args`): an ``argparse.Namespace`` with one attribute per
@@ -389,7 +409,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
                       "arguments, then run the corrected command.",
                       next=help_argv)
 
-    def heartbeat(self):
+    def heartbeat(self) -> "AcorTool":
         """A sign of life during long silent work, for the launcher's idle
         timeout (run directly: an HTML comment readers do not show)."""
         from .grammar import HEARTBEAT_LINE

@@ -20,13 +20,16 @@ members pickle, copy and print as enum members do::
 _mappingproxy = type(type.__dict__)
 
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+
+
 class _StateType(type):
     """The class side of ToolState: lookup by value or name, iteration."""
 
     _members: tuple
     _by_value: dict
 
-    def __call__(cls, value):
+    def __call__(cls, value: object) -> "ToolState":
         if isinstance(value, cls):
             return value
         try:
@@ -79,6 +82,9 @@ class ToolState(metaclass=_StateType):
 
     name: str
     value: str
+
+    if TYPE_CHECKING:  # what the metaclass's __call__ takes
+        def __init__(self, value: object) -> None: ...
 
     CREATED: "ToolState"
     RUNNING: "ToolState"

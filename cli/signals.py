@@ -23,7 +23,7 @@ class EarlySignals:
 
     def __init__(self) -> None:
         self.received: list = []
-        self.cancel = None
+        self.cancel: Optional[Cancel] = None
 
     def __call__(self, signum, frame) -> None:
         self.received.append(signum)

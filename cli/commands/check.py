@@ -72,7 +72,7 @@ def check(target: Target) -> dict:
     if found or target.spec is None:
         report["violations"] = [v.to_dict() for v in found]
         return report
-    examples = data.get("examples", [])
+    examples = data.get("examples", []) if isinstance(data, dict) else []
     if not examples:
         report["warnings"].append(
             "the manifest has no examples, so no run was checked: add "
@@ -124,12 +124,13 @@ def run_example(target: Target, argv: list[str], example: dict,
     result = run(target.spec, argv, registry=target.registry,
                  cwd=target.folder, sink=recorder,
                  command=["acor", "check"])
+    events = result.events or []  # the recorder keeps them all
     problems = stream_violations(
-        result.events, where, tool_exit_code=result.tool_exit_code,
+        events, where, tool_exit_code=result.tool_exit_code,
         error_code=result.error_code, state=result.state,
         late=recorder.late_events)
-    problems += expectation_violations(example, result.exit_code,
-                                       result.events, where)
+    problems += expectation_violations(example, result.exit_code, events,
+                                       where)
     outcome = {"example": index + 1, "argv": argv,
                "exit_code": result.exit_code, "state": result.state,
                "error_code": result.error_code,

@@ -137,7 +137,7 @@ def _a(kind) -> str:
     words = {"object": "an object", "array": "a list", "string": "a string",
              "integer": "a whole number", "number": "a number",
              "boolean": "true or false", "null": "null"}
-    return " or ".join(words.get(k, k) for k in kinds)
+    return " or ".join(words.get(k, str(k)) for k in kinds)
 
 
 def _json_type(value) -> str:
@@ -147,7 +147,9 @@ def _json_type(value) -> str:
         return f"the number {value!r}"
     if isinstance(value, str):
         return f"the string {value[:40]!r}"
-    return {list: "a list", dict: "an object"}.get(type(value), "null")
+    if isinstance(value, list):
+        return "a list"
+    return "an object" if isinstance(value, dict) else "null"
 
 
 def args_violations(schema: dict) -> list[Violation]:
@@ -187,7 +189,7 @@ def stream_violations(events: list, where: str, *,
                       tool_exit_code: int | None,
                       error_code: str | None = None,
                       state: str | None = None,
-                      late: list = ()) -> list[Violation]:
+                      late: list | tuple = ()) -> list[Violation]:
     """Every way one run's stream breaks the protocol. ``events``: all the
     run's events as the runner gives them; ``late``: what the tool wrote
     after its ending (the transcript leaves it out); ``tool_exit_code``:

@@ -66,7 +66,7 @@ MAX_BYTES = 8 << 20
 RACY_NS = 2_000_000_000
 
 try:  # The bare C module imports in microseconds; hashlib loads OpenSSL.
-    from _sha256 import sha256 as _sha256
+    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - other interpreters / versions
     from hashlib import sha256 as _sha256
 

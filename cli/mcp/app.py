@@ -45,8 +45,8 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
     if run is None:
         from functools import partial
 
-        from acor.cli.run.launch import run
-        run = partial(run, warm=warm)
+        from acor.cli.run.launch import run as launch_run
+        run = partial(launch_run, warm=warm)
 
     async def list_tools(ctx, params) -> dict:
         # Discovery stats files: off the event loop, like every run. A plain
@@ -59,8 +59,11 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
                            cacheScope="private")
         return listing
 
+    # list_tools returns the listing as a dict, which the SDK validates once
+    # for the client's version (typed, it would be built twice).
     server = Server(SERVER_NAME, version=__version__, title=SERVER_TITLE,
-                    instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                    instructions=INSTRUCTIONS,
+                    on_list_tools=list_tools,  # type: ignore[arg-type]
                     on_call_tool=CallHandler(catalog, run, timeout=timeout))
     # requestState leaves sealed (AES-GCM under a key of this process) and
     # comes back verified and bound to the same tool and arguments.

@@ -38,10 +38,10 @@ class ProgressRelay:
         self._send = send
         self._interval = interval
         self._lock = threading.Lock()
-        self._pending = None      # (percent or _BEAT, message), unsent
+        self._pending: tuple | None = None  # (percent or _BEAT, message)
         self._signalled = False   # a wake-up is on its way to the loop
         self._wake = anyio.Event()
-        self._last = None         # the last value sent
+        self._last: float | None = None  # the last value sent
         self._message = None      # the last message, repeated by heartbeats
 
     # --- the run's thread ----------------------------------------------

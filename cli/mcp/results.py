@@ -22,6 +22,7 @@ final status is in ``_meta``, progress went out as notifications.
 """
 
 import json
+from typing import Any
 import os
 import shlex
 from pathlib import Path
@@ -150,8 +151,9 @@ def files_blocks(event: OutputFiles, cwd: str,
             blocks.append(text(f"Output file missing: {entry.get('path')}"
                                + (f" ({description})" if description else "")))
             continue
-        link = {"type": "resource_link", "uri": Path(path).resolve().as_uri(),
-                "name": os.path.basename(os.path.normpath(path)) or path}
+        link: dict[str, Any] = {
+            "type": "resource_link", "uri": Path(path).resolve().as_uri(),
+            "name": os.path.basename(os.path.normpath(path)) or path}
         if description:
             link["description"] = description
         if kind == "directory":

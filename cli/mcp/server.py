@@ -16,6 +16,7 @@ stderr, exit 2); answer the opening request; serve (:mod:`cli.mcp_app`).
 import importlib
 import sys
 import threading
+from typing import Any
 from importlib.util import find_spec
 
 
@@ -51,7 +52,7 @@ class SdkLoader(threading.Thread):
 
     def __init__(self) -> None:
         super().__init__(name="acor-mcp-import", daemon=True)
-        self.module = None
+        self.module: Any = None
         self.error: BaseException | None = None
 
     def run(self) -> None:

@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 import time
 
-from acor.events import Event, OutputData, OutputFiles, Text
+from acor.events import Event, OutputData, OutputFiles, Status, Text
 
 # Loaded once the tool is starting up (Budget.started), not before the
 # spawn: `acor TOOL` is the hot path (hashlib loads OpenSSL).
@@ -118,7 +118,7 @@ class Spill:
         self.error: Optional[str] = None
         self._buf: Optional[bytearray] = bytearray()
         self._fd: Optional[int] = None
-        self._hash = None  # from the first byte, once there are bytes
+        self._hash: Any = None  # from the first byte, once there are bytes
         self._data_files = 0
 
     def write(self, data: bytes) -> None:
@@ -164,6 +164,8 @@ class Spill:
         return os.open(path, flags, 0o600), path
 
     def _write(self, data: bytes) -> None:
+        if self._fd is None:
+            return
         try:
             view = memoryview(data)
             while view:
@@ -192,10 +194,12 @@ class Spill:
             _empty_digest()
         return self.path, self.size, digest
 
-    def data_file(self, data: bytes) -> tuple[Optional[str], str]:
+    def data_file(self, data: bytes | memoryview
+                  ) -> tuple[Optional[str], str]:
         """A value written whole to a file of its own: (path or None,
         its sha256)."""
         digest = hashlib.sha256(data).hexdigest()
+        path: Optional[str]
         try:
             fd, path = self._create(f".data{self._data_files}.json")
         except OSError:
@@ -512,7 +516,7 @@ class Budget:
         pieces = self.tail.take()
         if not self.gap_bytes:
             return
-        shown: list[Event] = []
+        shown: list[Any] = []  # Text and Output pieces
         if with_tail and pieces:
             room = self.tail_share if room is None else room
             for piece in reversed(pieces):
@@ -522,8 +526,10 @@ class Budget:
                     room -= cost
                     continue
                 kind = type(piece)
-                end = _fit_end(piece.text, room,
-                               lambda s, kind=kind: self.cost(kind(s)))
+
+                def cost_as(s: str, kind: Any = kind) -> int:
+                    return self.cost(kind(s))
+                end = _fit_end(piece.text, room, cost_as)
                 cut = end.find("\n")
                 if 0 <= cut < len(end) // 2:
                     end = end[cut + 1:]
@@ -583,7 +589,7 @@ class Budget:
         """``event`` cut to cost at most ``room`` (its largest text field
         head and tail, a note in the middle; long lists shortened), or
         None when it cannot be."""
-        copy = type(event).__new__(type(event))
+        copy = object.__new__(type(event))
         for name in event.__slots__:
             setattr(copy, name, getattr(event, name))
         for _ in range(40):
@@ -641,7 +647,7 @@ class Budget:
             each = max(256, (self.limit - self.spent - 1024) //
                        max(1, len(held) + 1) - 64)
             for item in held:
-                if item.type == "status" and item.is_final:
+                if isinstance(item, Status) and item.is_final:
                     continue
                 self._show_cut(item, each)
             if event is not None:

@@ -79,12 +79,13 @@ def write_stderr(text: str) -> None:
 
 
 def _late_note(tool: str, event: Event, said: set) -> None:
-    if event.type == "text" and not event.text:
+    from acor.events import Error, Text
+    if isinstance(event, Text) and not event.text:
         return
     if tool not in said:
         said.add(tool)
         write_stderr(f"acor: {tool} wrote after its final status:\n")
-    if event.type == "error" and event.title.endswith(": stopped"):
+    if isinstance(event, Error) and event.title.endswith(": stopped"):
         write_stderr(f"acor: {event.title} ({event.code})\n")
         return
     write_stderr(render(event) if event.type != "stderr" else "")

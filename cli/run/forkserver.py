@@ -156,8 +156,9 @@ def _accept(control: socket.socket, running: dict):
 
 def _report_exit(call: _Call, ended: dict) -> None:
     _, status = os.waitpid(call.pid, 0)
-    os.close(call.exit_fd)
-    call.exit_fd = None
+    if call.exit_fd is not None:
+        os.close(call.exit_fd)
+        call.exit_fd = None
     try:
         call.sock.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
     except OSError:
@@ -259,7 +260,7 @@ def _exit_code(value) -> int:
 
 def _become_tool(request: dict, fds: list[int], targets: list[int], code):
     """In the tool's process: its session, streams, descriptors,
-    environment, directory and sandbox; then its code, to run as
+    environment and directory; then its code, to run as
     ``__main__`` at the top of the interpreter."""
     os.setsid()
     libc = _libc()
@@ -274,10 +275,6 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code):
     sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
     from acor import framing
     framing._inherited = framing.take_token()  # this run's, not ours
-    sandbox = request.get("sandbox")
-    if sandbox is not None:
-        from acor.cli.sandbox import apply_in_child
-        apply_in_child(sandbox)
     if code is None:
         # What the interpreter prints for a script it cannot open.
         try:

@@ -37,6 +37,7 @@ TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Callable, Optional, Sequence
 
+    from acor.cli.run.protocols import AcorProtocol, WrappedProtocol
     from acor.cli.run.relay import Sink
     from acor.cli.run.warm import WarmStarter
 
@@ -138,6 +139,7 @@ def _resolve(tool, registry, config_path, cwd, argv, command):
 
 def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
               reap_orphans, started, warm=None) -> RunResult:
+    protocol: AcorProtocol | WrappedProtocol
     if spec.kind == "wrapped":
         from acor.cli.run.protocols import WrappedProtocol
         protocol = WrappedProtocol(spec)

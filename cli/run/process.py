@@ -246,7 +246,9 @@ def libc_function(name: str):
         _flags_ = _ctypes.FUNCFLAG_CDECL
         _restype_ = _Int
     try:
-        return _Function(_ctypes.dlsym(_ctypes.dlopen(None, 2), name))
+        # dlopen(None): the program and its libraries (typeshed says str)
+        handle = _ctypes.dlopen(None, 2)  # type: ignore[arg-type]
+        return _Function(_ctypes.dlsym(handle, name))
     except (OSError, AttributeError):
         return None
 

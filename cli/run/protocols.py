@@ -27,6 +27,7 @@ GROUP_BYTES = 64 * 1024   # or this many bytes
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
+    import re
     from typing import Optional, Sequence
 
     from acor.decode import StreamDecoder
@@ -81,11 +82,10 @@ class WrappedProtocol:
     def __init__(self, spec) -> None:
         self.spec = spec
         pattern = spec.progress_pattern
+        self.pattern: Optional[re.Pattern] = None
         if pattern:
             import re  # compiled once per run; checked at discovery
             self.pattern = re.compile(pattern)
-        else:
-            self.pattern = None
         self.errors = spec.errors or {}
         self._pending: list[str] = []  # lines not yet relayed
         self._size = 0

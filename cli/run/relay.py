@@ -17,7 +17,7 @@ import time
 
 from acor import exitcodes
 from acor.decode import LineReader
-from acor.events import Error, Event, Status
+from acor.events import Error, Event, Heartbeat, InputNeeded, Status
 
 from acor.cli.run import process
 from acor.cli.run.process import ToolProcess
@@ -229,17 +229,16 @@ class Relay:
 
     def dispatch(self, events: list[Event]) -> None:
         for event in events:
-            kind = event.type
-            if kind == "heartbeat":
+            if isinstance(event, Heartbeat):
                 self.last_activity = time.monotonic()
             elif self.final is not None:
                 self.on_late(event)  # kept, but not part of the transcript
             else:
-                if kind == "status" and event.is_final:
+                if isinstance(event, Status) and event.is_final:
                     self.final = event.state
-                elif kind == "input_needed":
+                elif isinstance(event, InputNeeded):
                     self.final = "input_needed"
-                elif kind == "error":
+                elif isinstance(event, Error):
                     self.usage_error = event.code == "E_USAGE"
                 self.sink.emit(event)
 

@@ -9,7 +9,8 @@ the whole stream unless asked to (a 100 MB flood must not be kept).
 from __future__ import annotations
 
 
-from acor.events import Error, Event, Result
+from acor.events import (Error, Event, InputNeeded, OutputData, Progress,
+                         Result, Session)
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -84,7 +85,7 @@ class RunResult:
         self.output_sha256 = None
         self.output_file = None
 
-    def of(self, kind: Union[str, type]) -> list[Event]:
+    def of(self, kind: Union[str, type[Event]]) -> list[Event]:
         """The events of one type, by class or by type name."""
         name = kind if isinstance(kind, str) else kind.type
         return [e for e in self.events or () if e.type == name]
@@ -132,21 +133,20 @@ class Collector:
     # --- the sink protocol ----------------------------------------------
 
     def emit(self, event: Event) -> None:
-        kind = event.type
         if self.events is not None:
             self.events.append(event)
-        if kind == "error":
+        if isinstance(event, Error):
             self.errors.append(event)
             self.next = event.next
-        elif kind == "input_needed":
+        elif isinstance(event, InputNeeded):
             self.next = event.next
             self.fields = event.fields
             self.audience = event.audience
-        elif kind == "output_data":
+        elif isinstance(event, OutputData):
             self.data = event.data
-        elif kind == "session":
+        elif isinstance(event, Session):
             self.session = event.id
-        elif kind == "progress":
+        elif isinstance(event, Progress):
             import time  # already loaded: the relay's
             self.progress = (event.percent, time.monotonic())
         self.sink.emit(event)
