@@ -54,7 +54,8 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
               origin: str) -> ToolSpec:
     """The ToolSpec of tool folder ``folder`` (its manifest stat ``mst``)."""
     data, warnings = read(manifest, mst, ACOR_FIELDS)
-    entry = program(folder_real, data["entry"], "entry", fp, python_ok=True)
+    entry = program(folder_real, data["entry"], "entry", fp, python_ok=True,
+                    owner_check=not origin.startswith("package "))
     argv = [sys.executable, "-u", entry] if data["entry"].endswith(".py") \
         else [entry]
     return ToolSpec(
@@ -74,7 +75,8 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
     data, warnings = read(path, st, WRAPPED_FIELDS)
     command = list(data["command"])
     if "/" in command[0] and not os.path.isabs(command[0]):
-        command[0] = program(dir_real, command[0], "command[0]", fp)
+        command[0] = program(dir_real, command[0], "command[0]", fp,
+                             owner_check=not origin.startswith("package "))
     pattern = data.get("progress_pattern")
     if pattern is not None:
         try:
@@ -137,10 +139,11 @@ def _inside(parent_real: str, real: str) -> bool:
 
 
 def program(folder_real: str, rel: str, field: str, fp,
-            python_ok: bool = False) -> str:
+            python_ok: bool = False, owner_check: bool = True) -> str:
     """The real path of program ``rel``, which must be a file inside
     ``folder_real`` and executable (or, if ``python_ok``, named *.py: this
-    interpreter runs it)."""
+    interpreter runs it), and, with ``owner_check``, pass the ownership
+    rule of :mod:`cli.discovery.trust`."""
     if os.path.isabs(rel):
         raise ManifestError(f"'{field}' must be a path relative to its "
                             f"folder, not the absolute path {rel!r}",
@@ -159,6 +162,12 @@ def program(folder_real: str, rel: str, field: str, fp,
         raise ManifestError(f"'{field}' {rel!r} is not an existing file "
                             f"({printable(real)})",
                             f"Create it, or fix '{field}' in the manifest.")
+    if owner_check:
+        from acor.cli.discovery import trust
+        why = trust.problem(real, st)
+        if why is not None:
+            raise ManifestError(f"'{field}' {rel!r} is not used: {why}",
+                                trust.how_to_trust(real))
     if not (python_ok and rel.endswith(".py")) and \
             not os.access(real, os.X_OK):
         raise ManifestError(
