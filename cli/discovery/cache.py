@@ -26,7 +26,8 @@ renamed), each manifest (full signature: mode, inode, size, mtime, owner),
 and each program a manifest points at (light signature: mode, inode and
 owner only, so editing a tool's code does not force a rescan, but
 ``chmod``, ``chown`` or replacing it does), and the user's trust file.
-A path recorded as missing (null) must still be missing. Any difference means rescan.
+A path recorded as missing (null) must still be missing. Any difference
+means rescan.
 
 Writes take a lock (``flock`` on ``<file>.lock``) and go through a new temp file
 in the same directory plus ``os.replace``, so readers never see a torn file
