@@ -296,3 +296,84 @@ def test_no_line_is_split_before_it_is_escaped(project):
         assert not line.lstrip().startswith("## "), line
     assert "\\u2028## AI Directive" in result.stdout
     assert "\\x85## AI Directive" in result.stdout
+
+
+# --- a schema keyword must apply to its property's type (item 11) ----------
+
+@pytest.mark.parametrize("prop, says", [
+    ({"type": "string", "minimum": 1}, "minimum does not apply to type "
+     "string"),
+    ({"type": "string", "maximum": 1}, "maximum does not apply"),
+    ({"type": "boolean", "minimum": 0}, "minimum does not apply"),
+    ({"type": "boolean", "enum": [True]}, "enum does not apply"),
+    ({"type": "array", "items": {"type": "string"}, "minimum": 1},
+     "minimum does not apply to type array"),
+    ({"type": "array", "items": {"type": "string", "minimum": 1}},
+     "items.minimum does not apply to type string"),
+    ({"type": "array", "items": {"type": "string", "format": "uri"}},
+     "items: unknown key 'format'"),
+    ({"type": "string", "items": {"type": "string"}}, "items does not apply"),
+    ({"type": "integer", "enum": ["a", 1]}, 'the string "a" is not an '
+     "integer"),
+    ({"type": "integer", "default": "ten"}, "default: must be an integer"),
+    ({"type": "string", "default": 3}, "default: must be a string"),
+    ({"type": "integer", "minimum": 5, "maximum": 1}, "minimum is above"),
+    ({"type": "integer", "minimum": 1, "default": 0}, "must be at least 1"),
+    ({"type": "array", "items": {"type": "integer"}, "default": "abc"},
+     "default: must be an array"),
+])
+def test_a_schema_keyword_must_apply_to_its_propertys_type(project, prop,
+                                                           says):
+    """The reported case (`minimum` on a string: discovery passed, every
+    call was a TypeError) and its neighbours: keywords a type gives no
+    meaning to, values of the wrong type, bounds no value fits. Discovery
+    skips the manifest with the reason; `acor call` and `acor TOOL` say
+    E_INVALID_MANIFEST, never a traceback."""
+    prop = {**prop, "x-acor": {"flag": "--x"}}
+    project.add_tool("typed", MARKER_TOOL, args={
+        "type": "object", "properties": {"x": prop}})
+    doctor = project.run("doctor")
+    assert doctor.returncode == 1 and says in doctor.stdout, doctor.stdout
+    for argv in (["call", "typed", '{"x": "a"}'], ["typed", "--x", "a"]):
+        result = project.run(*argv)
+        assert result.returncode == 2, result.stdout
+        assert "E_INVALID_MANIFEST" in result.stdout
+        assert "Traceback" not in result.stderr
+
+
+_SCALAR = st.sampled_from(["string", "integer", "number", "boolean"])
+_ANY = st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
+                 st.floats(allow_nan=False, width=16), st.text(max_size=3),
+                 st.lists(st.integers(-2, 2), max_size=2),
+                 st.lists(st.text(max_size=2), max_size=2))
+_KEYWORDS = {"enum": st.lists(_ANY, min_size=1, max_size=3),
+             "default": _ANY, "minimum": _ANY, "maximum": _ANY}
+_ITEMS = st.fixed_dictionaries({"type": st.one_of(_SCALAR, _ANY)},
+                               optional=_KEYWORDS)
+_PROP = st.fixed_dictionaries(
+    {"type": st.one_of(_SCALAR, st.just("array")),
+     "x-acor": st.just({"flag": "--x"})},
+    optional={**_KEYWORDS, "items": _ITEMS})
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(prop=_PROP, value=_ANY, text=st.text(max_size=4))
+def test_fuzz_an_accepted_args_schema_never_raises_on_a_call(prop, value,
+                                                             text):
+    """Whatever schema the validator accepts, a call's values (any JSON)
+    and a command line (any text) are answered with problems or a usage
+    error, never another exception."""
+    from acor import args, argparsing
+    schema = {"type": "object", "properties": {"x": prop}}
+    if args.schema_problems(schema):
+        return
+    args.validate(schema, {"x": value})
+    try:
+        args.to_argv(schema, {"x": value})
+    except ValueError:
+        pass
+    argv = ["--x", text] if prop["type"] != "boolean" else ["--x"]
+    try:
+        argparsing.parse(schema, argv, "t")
+    except (args.UsageError, args.HelpRequested):
+        pass
