@@ -296,6 +296,15 @@ def _check_fields(data: dict, fields: dict, path: str):
                 f"field {key!r} contains {bad!r}, a control character" +
                 ("" if key == "usage" else " or line break"),
                 f"Remove it from {key!r} in {path}.")
+    for where, text in _served_strings(values):
+        bad = unprintable(text, "\t")
+        if bad is not None:
+            # Served as they are in MCP's tools/list, and printed in help
+            # and `acor show`: the same rule as the description.
+            raise ManifestError(
+                f"{where} contains {bad!r}, a control character or line "
+                "break", f"Remove it from {where} in {path}: acor serves it "
+                "to MCP clients and prints it in help.")
     if values["name"] in RESERVED:
         name = values["name"]
         raise ManifestError(f"the name {name!r} is an acor built-in command,"
@@ -313,6 +322,31 @@ def _check_fields(data: dict, fields: dict, path: str):
                                 "Fix it in " + path + "; `acor schema "
                                 "manifest` prints the rules.")
     return values, warnings
+
+
+def _served_strings(values: dict):
+    """``(where, text)`` for every string of the manifest that reaches
+    clients and help as it is: the schema ``$schema``, the annotations'
+    title, and every string (keys included) of the args schema: titles,
+    descriptions, enum values, defaults, x-acor metavars."""
+    for key in ("$schema",):
+        if isinstance(values.get(key), str):
+            yield key, values[key]
+    title = (values.get("annotations") or {}).get("title")
+    if isinstance(title, str):
+        yield "annotations.title", title
+    stack = [("args", values.get("args"))]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield f"{where} key", key
+                stack.append((f"{where}.{printable(key)}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item)
+                         for i, item in enumerate(value))
 
 
 def _errors(value: dict, warnings: list) -> dict:
