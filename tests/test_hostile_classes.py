@@ -568,3 +568,52 @@ def test_arguments_no_command_line_can_carry_are_a_usage_error(project,
     markdown = project.run("call", tool, text)
     assert markdown.returncode == 2
     assert markdown.stdout.rstrip().endswith("## Status: Failed")
+
+
+# --- a tool's hints are true of every argument it accepts (item 6) ---------
+
+# What a hint may claim of a tool only when every argument keeps it true.
+SAFE_CLAIMS = {"readOnlyHint": True, "destructiveHint": False,
+               "idempotentHint": True, "openWorldHint": False}
+
+
+def test_hints_are_true_of_every_argument_the_tool_accepts(project,
+                                                           tmp_path):
+    """The bundled pytest wrapper passes any argument to pytest, and
+    `--basetemp=DIR` deletes DIR: run for real, a file there is gone. So
+    no bundled free-argv wrapper (its program takes every argument) claims
+    a hint that some argument makes false, and `acor mcp` serves pytest as
+    destructive, not idempotent, open-world."""
+    import acor.manifests  # the installed package's bundled wrappers
+    bundled = list(acor.manifests.__path__)[0]
+    names = [n for n in os.listdir(bundled) if n.endswith(".json")]
+    assert "pytest.json" in names
+    for name in names:
+        with open(os.path.join(bundled, name)) as f:
+            data = json.load(f)
+        if data.get("args"):
+            continue  # a schema bounds the arguments: the author's claim
+        claims = {k: v for k, v in (data.get("annotations") or {}).items()
+                  if SAFE_CLAIMS.get(k) == v}
+        assert claims == {}, (name, claims)
+    # The reported case, for real.
+    (project.root / "test_one.py").write_text(
+        "def test_ok(tmp_path):\n    pass\n")
+    doomed = tmp_path / "basetemp"
+    doomed.mkdir()
+    (doomed / "precious.txt").write_text("keep me")
+    env = dict(project.env, ACOR_NO_PACKAGE_TOOLS="0")
+    result = subprocess.run(
+        project.argv("pytest", "-q", "-p", "no:cacheprovider",
+                     f"--basetemp={doomed}", "test_one.py"),
+        cwd=project.root, env=env, capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 0, result.stdout
+    assert not (doomed / "precious.txt").exists()
+    listed = json.loads(subprocess.run(
+        project.argv("--format", "json", "list"), cwd=project.root, env=env,
+        capture_output=True, text=True, timeout=60).stdout)
+    (pytest_tool,) = [t for t in listed["tools"] if t["name"] == "pytest"]
+    assert pytest_tool["annotations"]["destructiveHint"] is True
+    assert pytest_tool["annotations"]["idempotentHint"] is False
+    assert pytest_tool["annotations"]["openWorldHint"] is True
