@@ -23,7 +23,7 @@ def mcp_command(ctx: click.Context, tools: str | None,
                 timeout: str | None) -> int:
     """Serve every tool to MCP clients (Claude Code, Claude Desktop,
     Cursor...) over stdio: typed arguments, progress, input requests and
-    cancellation. Needs the extra: pip install 'acor[mcp]'."""
+    cancellation. Needs the extra: pip install 'acor-cli[mcp]'."""
     try:
         only, seconds = parse_options(tools, timeout)
     except ValueError as exc:

@@ -2,7 +2,7 @@
 
 Claude Code, Claude Desktop, Cursor and other agent clients start this
 command and speak the Model Context Protocol on its stdin and stdout. The
-MCP SDK is an optional extra (``pip install 'acor[mcp]'``) and is imported
+MCP SDK is an optional extra (``pip install 'acor-cli[mcp]'``) and is imported
 only here, in a background thread, while :mod:`acor.cli.mcp.boot` (standard
 library only) answers the client's opening request. The click command is
 :mod:`acor.cli.commands.mcp`.
@@ -24,15 +24,16 @@ from acor import exitcodes
 from acor.events import Error
 
 from acor.cli.durations import check_seconds
+from acor.cli.package_data import MCP_INSTALL
 
-INSTALL = "pip install 'acor[mcp]'"
+INSTALL = MCP_INSTALL
 MIN_SDK = "2.3"
 EARLY_WAIT = 0.2  # seconds to wait for the opening request before importing
 
 
 def sdk_problem() -> Error | None:
     """Why the MCP SDK cannot be used, or None. Looks, does not import."""
-    here = f"{sys.executable} -m pip install 'acor[mcp]'"
+    here = f"{sys.executable} -m {INSTALL}"
     if find_spec("mcp") is None:
         return Error("acor mcp needs the MCP SDK, which is not installed",
                      "E_MCP_MISSING", f"python: {sys.executable}",
