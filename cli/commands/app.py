@@ -138,11 +138,20 @@ def run_command(argv, fmt=None, early=None):
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
+        out = None
         if exc.ctx is not None and exc.ctx.command is not cli:
             hint = f"Run `acor {exc.ctx.command.name} --help` for its usage."
             next_argv = ["acor", exc.ctx.command.name, "--help"]
+            if exc.ctx.command.name == "mcp":
+                # An MCP client reads stdout as JSON-RPC and keeps stderr
+                # as the server's log: the error belongs in the log.
+                out = sys.stderr.buffer
+                if "extra argument" in exc.format_message():
+                    hint = ("Give --tools its names in one word, comma-"
+                            "separated without spaces (--tools hello,"
+                            "csvprofile), or repeat --tools. " + hint)
         return report(UsageError(exc.format_message(), hint, next=next_argv),
-                      fmt)
+                      fmt, out=out)
     except click.Abort:
         return exitcodes.CANCELLED
     except click.exceptions.Exit as exc:
