@@ -192,7 +192,7 @@ def test_a_server_started_outside_the_project_says_how_to_pin_it(project,
     done = run_mcp(project, "--tools", "where", cwd=elsewhere)
     assert done.returncode == 2 and done.stdout == ""
     assert "E_UNKNOWN_TOOL" in done.stderr
-    assert f"acor mcp is running in {elsewhere}" in done.stderr
+    assert f"acor mcp looked for tools in {elsewhere}" in done.stderr
     assert "--cwd /abs/project" in done.stderr
     assert "--print-config" in done.stderr
     # --cwd pins it: the same command, from the same place, now starts.

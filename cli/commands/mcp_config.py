@@ -98,7 +98,8 @@ def _check_encodable(word: str) -> None:
             "name is valid UTF-8, then run this again.") from None
 
 
-def _json(value: Any) -> str:
+def json_text(value: Any) -> str:
+    """``value`` as indented JSON, every invisible character escaped."""
     text = json.dumps(value, indent=2, ensure_ascii=False)
     return _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n"
 
@@ -113,18 +114,18 @@ def _toml_string(text: str) -> str:
 def claude(entry: dict[str, Any], extra: dict[str, Any]) -> str:
     """Claude Code's ``.mcp.json`` and Claude Desktop's
     ``claude_desktop_config.json``: ``mcpServers``."""
-    return _json({"mcpServers": {SERVER_NAME: entry}})
+    return json_text({"mcpServers": {SERVER_NAME: entry}})
 
 
 def cursor(entry: dict[str, Any], extra: dict[str, Any]) -> str:
     """Cursor's ``.cursor/mcp.json``: ``mcpServers``, as Claude's."""
-    return _json({"mcpServers": {SERVER_NAME: entry}})
+    return json_text({"mcpServers": {SERVER_NAME: entry}})
 
 
 def vscode(entry: dict[str, Any], extra: dict[str, Any]) -> str:
     """VS Code's ``.vscode/mcp.json``: ``servers``, each with its type."""
     typed = {"type": "stdio", **entry} if "command" in entry else entry
-    return _json({"servers": {SERVER_NAME: typed}})
+    return json_text({"servers": {SERVER_NAME: typed}})
 
 
 def codex(entry: dict[str, Any], extra: dict[str, Any]) -> str:

@@ -145,13 +145,14 @@ def unknown_tools(exc, config) -> Error:
         f"no .acor/config.yaml in {root} or above it"
     recovery = "Fix the names in --tools; `acor list` shows every tool."
     if config.path is None:
-        recovery = (f"acor mcp is running in {root}, not in your project, "
-                    "so it looked for tools there. Pin the project: add "
-                    "--cwd /abs/project to the server's arguments (or "
-                    "--config /abs/project/.acor/config.yaml before mcp); "
-                    "`acor mcp --print-config claude|cursor|vscode|codex`, "
-                    "run in the project, writes the whole entry. " +
-                    recovery)
+        recovery = (f"acor mcp looked for tools in {root}, its working "
+                    "directory. If that is not your project (a client "
+                    "starts servers in a folder of its own), pin the "
+                    "project: add --cwd /abs/project to the server's "
+                    "arguments (or --config /abs/project/.acor/config.yaml "
+                    "before mcp); `acor mcp --print-config "
+                    "claude|cursor|vscode|codex`, run in the project, "
+                    "writes the whole entry. " + recovery)
     return Error(f"--tools names unknown tool(s): {names}", "E_UNKNOWN_TOOL",
                  f"known tools: {', '.join(exc.known) or 'none'}; project "
                  f"root: {root} ({looked})", recovery)
