@@ -10,7 +10,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
-             \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name py.typed \) \
+             \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name '*.mjs' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
 .PHONY: demo test test-lowest lint fuzz bench install clean
@@ -24,7 +24,10 @@ $(TSTAMP): $(BIN)/python pyproject.toml
 	touch $@
 
 # Dependencies come with the first install; later ones reinstall only acor.
+# acor was once installed under the distribution name "acor" (now
+# acor-cli): a venv made then still has it, and its files are acor's own.
 $(STAMP): $(TSTAMP) $(SOURCES)
+	$(BIN)/python -m pip uninstall --quiet --yes acor 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
 	rm -rf build
 	touch $@

@@ -212,6 +212,6 @@ def schema(name):
     except OSError as exc:
         raise LauncherError(f"The {name} schema is missing from this "
                             f"installation: {exc}", "Reinstall acor: "
-                            "`pip install --force-reinstall acor`.",
+                            "`pip install --force-reinstall acor-cli`.",
                             code="E_INSTALL") from None
     click.echo(text.rstrip())

@@ -35,7 +35,8 @@ MAX_STRING = 4096
 DEFAULT_VERSION = "1.0.0"
 # cli.main dispatches these itself, so a tool with such a name is unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
-                      "call", "schema", "new", "check", "mcp"})
+                      "call", "schema", "new", "check", "mcp",
+                      "export"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
 
 
