@@ -13,7 +13,7 @@ SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
              \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name '*.mjs' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: demo test test-lowest lint fuzz bench install clean
+.PHONY: demo test test-lowest lint fuzz bench conformance install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -94,5 +94,12 @@ bench: $(STAMP)
 	$(BIN)/python -m compileall -q tools bench >/dev/null
 	$(BIN)/python bench/run.py
 
+# The official MCP conformance suite against `acor mcp --http`: installs
+# the suite and Node 22 from npm under .conformance/ (the network, once),
+# then runs every server scenario. Not in `make test`, which stays offline.
+# docs/mcp.md lists each scenario and why any fails.
+conformance: $(STAMP)
+	$(BIN)/python tests/conformance/run.py
+
 clean:
-	rm -rf $(VENV) $(LOW) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(LOW) build *.egg-info .pytest_cache .conformance

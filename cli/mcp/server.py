@@ -89,21 +89,15 @@ def serve(only: set[str] | None, timeout: float | None,
     problem = sdk_problem()
     if problem is not None:
         return fail(problem)
-    from acor.cli.discovery.config import ConfigError
     from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.boot import Wire, open_session
-    from acor.cli.mcp.tools import Catalog, UnknownTools
+    from acor.cli.mcp.tools import Catalog
     wire = Wire.claim()
     loader = SdkLoader()
     catalog = Catalog(lambda: load_registry(config_path=config_path), only)
-    try:
-        registry = catalog.registry()
-        catalog.check_only(registry)
-    except ConfigError as exc:
-        from acor.cli.errors import config_error
-        return fail(config_error(exc).to_event())
-    except UnknownTools as exc:
-        return fail(unknown_tools(exc, registry.config))
+    problem = start_problem(catalog)
+    if problem is not None:
+        return fail(problem)
     # A client sends its opening request as soon as it has started us, so
     # it is usually waiting already: answer it before the SDK import starts
     # competing for the interpreter. A client that waits gets the import
@@ -156,6 +150,29 @@ def unknown_tools(exc, config) -> Error:
     return Error(f"--tools names unknown tool(s): {names}", "E_UNKNOWN_TOOL",
                  f"known tools: {', '.join(exc.known) or 'none'}; project "
                  f"root: {root} ({looked})", recovery)
+
+
+def start_problem(catalog) -> Error | None:
+    """Why ``acor mcp`` (stdio or HTTP) cannot start with this catalog and
+    environment, or None: a bad config, an unknown --tools name, an
+    unusable ACOR_MCP_KEY."""
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.mcp.keys import ENV, KeyProblem, shared_keys
+    from acor.cli.mcp.tools import UnknownTools
+    try:
+        shared_keys()
+    except KeyProblem as exc:
+        return Error(str(exc), "E_MCP_KEY", f"variable: {ENV}",
+                     f"Fix or unset {ENV}, then start acor mcp again.")
+    try:
+        registry = catalog.registry()
+        catalog.check_only(registry)
+    except ConfigError as exc:
+        from acor.cli.errors import config_error
+        return config_error(exc).to_event()
+    except UnknownTools as exc:
+        return unknown_tools(exc, registry.config)
+    return None
 
 
 def fail(error: Error) -> int:
