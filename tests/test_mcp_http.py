@@ -17,7 +17,7 @@ import pytest
 from conftest import Project, base_env, pid_alive
 
 pytest.importorskip("mcp", reason="acor mcp needs the extra: "
-                                  "pip install 'acor[mcp]'")
+                                  "pip install 'acor-cli[mcp]'")
 
 import anyio
 import httpx2
