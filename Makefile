@@ -10,10 +10,10 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 TSTAMP := $(VENV)/.installed-test
 SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
-             \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name py.typed \) \
+             \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name '*.mjs' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: demo test test-lowest lint fuzz bench install clean
+.PHONY: demo test test-lowest lint fuzz bench conformance install clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,10 @@ $(TSTAMP): $(BIN)/python pyproject.toml
 	touch $@
 
 # Dependencies come with the first install; later ones reinstall only acor.
+# acor was once installed under the distribution name "acor" (now
+# acor-cli): a venv made then still has it, and its files are acor's own.
 $(STAMP): $(TSTAMP) $(SOURCES)
+	$(BIN)/python -m pip uninstall --quiet --yes acor 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet --no-deps --force-reinstall .
 	rm -rf build
 	touch $@
@@ -91,5 +94,12 @@ bench: $(STAMP)
 	$(BIN)/python -m compileall -q tools bench >/dev/null
 	$(BIN)/python bench/run.py
 
+# The official MCP conformance suite against `acor mcp --http`: installs
+# the suite and Node 22 from npm under .conformance/ (the network, once),
+# then runs every server scenario. Not in `make test`, which stays offline.
+# docs/mcp.md lists each scenario and why any fails.
+conformance: $(STAMP)
+	$(BIN)/python tests/conformance/run.py
+
 clean:
-	rm -rf $(VENV) $(LOW) build *.egg-info .pytest_cache
+	rm -rf $(VENV) $(LOW) build *.egg-info .pytest_cache .conformance

@@ -147,6 +147,7 @@ def _property_problems(path, prop):
     if "enum" in prop and not (isinstance(prop["enum"], list)
                                and prop["enum"]):
         problems.append(f"{path}.enum must be a non-empty list")
+    problems += _keyword_problems(path, prop, kind)
     where = prop.get("x-acor")
     if isinstance(where, dict) and where.get("human") is not None:
         return problems + _human_problems(path, prop, where)
@@ -223,6 +224,64 @@ def human_names(schema) -> "list[str]":
     if not isinstance(props, dict):
         return []
     return [n for n, p in props.items() if is_human(p)]
+
+
+# The keywords each type gives a meaning to (beyond type, description,
+# title and x-acor): one that does not apply would be ignored by one reader
+# and fail in another (`minimum` on a string made every call a TypeError).
+_APPLIES = {"string": {"enum", "default"},
+            "integer": {"enum", "default", "minimum", "maximum"},
+            "number": {"enum", "default", "minimum", "maximum"},
+            "boolean": {"default"}, "array": {"items", "default"}}
+_ITEM_KEYS = {"type", "description", "title", "enum", "minimum", "maximum",
+              "x-acor"}
+
+
+def _keyword_problems(path, prop, kind):
+    """Keywords that do not apply to ``kind``, and values of the ones that
+    do that no call could satisfy or that the type cannot hold."""
+    if kind not in _APPLIES:
+        return []  # the type itself is reported
+    problems = [f"{path}.{key} does not apply to type {kind}"
+                for key in ("enum", "default", "minimum", "maximum", "items")
+                if key in prop and key not in _APPLIES[kind]]
+    if kind == "array" and isinstance(prop.get("items"), dict):
+        items = prop["items"]
+        problems += [f"{path}.items: unknown key {key!r}" for key in items
+                     if key not in _ITEM_KEYS]
+        if items.get("type") in SCALARS:
+            problems += _keyword_problems(f"{path}.items", items,
+                                          items["type"])
+            problems += [f"{path}.items.default: defaults belong to the "
+                         "array"] if "default" in items else []
+    if problems or kind == "boolean":
+        return problems  # a boolean's default: checked with its flag
+    for bound in ("minimum", "maximum"):
+        value = prop.get(bound)
+        if isinstance(value, float) and not math.isfinite(value):
+            problems.append(f"{path}.{bound} must be a finite number")
+    if not problems and _is_number(prop.get("minimum")) and \
+            _is_number(prop.get("maximum")) and \
+            prop["minimum"] > prop["maximum"]:
+        problems.append(f"{path}: minimum is above maximum, so no value "
+                        "fits")
+    if isinstance(prop.get("enum"), list):  # not an array's: see above
+        problems += [f"{path}.enum: {_describe(choice)} is not {_A[kind]}"
+                     for choice in prop["enum"] if not _is(kind, choice)]
+    if prop.get("default") is not None and not problems:
+        try:
+            bad = value_problems("default", {
+                k: v for k, v in prop.items() if k != "x-acor"},
+                prop["default"]) if kind != "array" or \
+                isinstance(prop.get("items"), dict) else []
+        except (TypeError, KeyError):
+            bad = ["default: cannot be checked"]
+        problems += [f"{path}.{p}" for p in bad]
+    return problems
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def checked_properties(schema):

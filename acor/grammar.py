@@ -49,7 +49,7 @@ __all__ = ["render", "parse", "parse_section", "Parser", "SECTIONS",
 HEARTBEAT_LINE = "<!-- acor:heartbeat -->"
 _STATE = re.compile(r"[A-Za-z][A-Za-z0-9_ -]{0,63}\Z")
 _CODE = re.compile(r"[A-Za-z0-9_.:-]{1,64}\Z")
-_PERCENT = re.compile(r"(\d{1,3}(?:\.\d+)?)%$")
+_PERCENT = re.compile(r"(\d{1,3}(?:\.\d{1,32})?)%$")
 
 
 def is_state_word(text: str) -> bool:
@@ -264,7 +264,12 @@ def parse_section(heading: str, body: str) -> Event:
     reason = missing if value is None else extra
     if reason:
         return Unknown(heading, body, reason)
-    event = parse(value, body)
+    try:
+        event = parse(value, body)
+    except ValueError as exc:
+        # A value out of every bound (a 5,000-digit size): the section is
+        # malformed, like any other that does not read as what it claims.
+        event = str(exc)
     return Unknown(heading, body, event) if isinstance(event, str) else event
 
 

@@ -188,6 +188,11 @@ _FILE = re.compile(r"- (`+)(.*?)(?<!`)\1(?!`) \[(?:(\d+) bytes, sha256 "
                    r"([0-9a-f]+)(, truncated)?|(missing|directory))\]"
                    r"(?:: (.*))?$")
 _HEX = re.compile(r"[0-9a-f]+\Z")
+# The largest size a file can have (an off_t). Every number read from a
+# stream is bounded: int() of a 4,300-digit size raises, and a size no file
+# can have says the line is not what it claims.
+MAX_FILE_BYTES = (1 << 63) - 1
+_MAX_SIZE_DIGITS = len(str(MAX_FILE_BYTES))
 
 
 def _meta(entry):
@@ -195,7 +200,8 @@ def _meta(entry):
     directory is written as missing, so no value can leave the bracket."""
     kind = entry.get("kind", "missing")
     size, digest = entry.get("bytes"), entry.get("sha256")
-    if kind == "file" and type(size) is int and size >= 0 and \
+    if kind == "file" and type(size) is int and \
+            0 <= size <= MAX_FILE_BYTES and \
             isinstance(digest, str) and _HEX.match(digest):
         cut = ", truncated" if entry.get("truncated") is True else ""
         return f"{size} bytes, sha256 {digest}{cut}"
@@ -226,6 +232,10 @@ def read_files(body: str) -> list[dict]:
         match = _FILE.match(line)
         if match:
             _, path, size, digest, cut, kind, description = match.groups()
+            if size and (len(size) > _MAX_SIZE_DIGITS
+                         or int(size) > MAX_FILE_BYTES):
+                raise ValueError(f"a file size over {MAX_FILE_BYTES} bytes "
+                                 "(more than any file can hold)")
             found.append({
                 "path": uncode_span(path),
                 "description": unescape_text(description or ""),

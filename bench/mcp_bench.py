@@ -213,6 +213,80 @@ def _ms(samples) -> str:
             f"p90 {p90 * 1000:.1f} ms")
 
 
+def http_50_clients() -> Result:
+    """`acor mcp --http`, 50 SDK clients connecting and calling at once
+    (half 2025-11-25 sessions, half 2026-07-28): each call's latency, from
+    the client opening to the result; every call must complete."""
+    import re
+    import threading
+
+    import anyio
+    from mcp import Client
+    with tempfile.TemporaryDirectory(prefix="acor-mcp-bench-") as work:
+        server = subprocess.Popen(
+            [os.path.join(os.path.dirname(sys.executable), "acor"), "mcp",
+             "--http", "--port", "0"], cwd=_ping_project(work),
+            env=_env(work), stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE, text=True)
+        try:
+            found = re.search(r"serving at (\S+/mcp)",
+                              server.stderr.readline())
+            if found is None:
+                raise RuntimeError("acor mcp --http did not start")
+            threading.Thread(target=server.stderr.read, daemon=True).start()
+            url = found.group(1)
+            latencies, walls, failed = [], [], 0
+
+            async def one(index, out):
+                started = time.perf_counter()
+                mode = "legacy" if index % 2 else "2026-07-28"
+                async with Client(url, mode=mode) as client:
+                    result = await client.call_tool("ping", {})
+                if not result.is_error:
+                    out.append(time.perf_counter() - started)
+
+            async def burst():
+                out = []
+                started = time.perf_counter()
+                async with anyio.create_task_group() as tg:
+                    for index in range(50):
+                        tg.start_soon(one, index, out)
+                walls.append(time.perf_counter() - started)
+                return out
+            anyio.run(burst)  # warm-up: imports, the warm start, caches
+            walls.clear()
+            server_cpu, client_cpu = _cpu(server.pid), time.process_time()
+            for _ in range(2 if QUICK else 5):
+                done = anyio.run(burst)
+                failed += 50 - len(done)
+                latencies += done
+            server_cpu = _cpu(server.pid) - server_cpu
+            client_cpu = time.process_time() - client_cpu
+        finally:
+            server.terminate()
+            server.wait(timeout=30)
+    if failed:
+        raise RuntimeError(f"{failed} of {50 * len(walls)} calls did "
+                           "not complete")
+    ordered = sorted(latencies)
+    p95 = ordered[int(len(ordered) * 0.95) - 1]
+    return bound_result(
+        "MCP over HTTP, 50 clients at once", "each of 50 clients at once: "
+        "connect, call, result (median)", [s * 1000 for s in latencies],
+        5000, "ms", higher_is_better=False,
+        detail=f"all {len(latencies)} calls completed; p95 "
+               f"{p95 * 1000:.0f} ms; 50 in {statistics.median(walls):.2f} s"
+               f"; CPU: server {server_cpu:.1f} s, the 50 SDK clients "
+               f"{client_cpu:.1f} s")
+
+
+def _cpu(pid) -> float:
+    """CPU seconds process ``pid`` has used (user and system)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(") ", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _ping_project(work) -> str:
     root = os.path.join(work, "ping-project")
     folder = os.path.join(root, "tools", "ping")

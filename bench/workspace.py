@@ -34,7 +34,7 @@ def clean_env(cache):
 _WHERE = """\
 import json, acor, acor.cli
 from importlib import metadata
-url = json.loads(metadata.distribution("acor").read_text("direct_url.json")
+url = json.loads(metadata.distribution("acor-cli").read_text("direct_url.json")
                  or "{}")
 print(json.dumps({"file": acor.__file__, "version": acor.__version__,
                   "editable": url.get("dir_info", {}).get("editable", False)}))

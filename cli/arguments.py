@@ -19,6 +19,13 @@ def call_argv(spec, values) -> list[str]:
         raise UsageError("The arguments must be a JSON object, not "
                          f"{type(values).__name__}", _hint(spec),
                          next=["acor", "show", spec.name])
+    unpassable = _unpassable(values)
+    if unpassable:
+        raise UsageError(f"Invalid arguments for '{spec.name}': "
+                         f"{unpassable[0]}", "Remove the character: no "
+                         "command line can carry it.",
+                         details="\n".join(unpassable),
+                         next=["acor", "show", spec.name])
     if not spec.args_schema:
         argv = values.get("argv", [])
         extra = sorted(set(values) - {"argv"})
@@ -41,6 +48,38 @@ def call_argv(spec, values) -> list[str]:
                          details="\n".join(problems),
                          next=["acor", "show", spec.name])
     return to_argv(spec.args_schema, values)
+
+
+def _unpassable(values: dict) -> list[str]:
+    """Every string of ``values`` no argv can hold: a NUL ends a C string,
+    and a lone surrogate (JSON allows "\\ud800") is not text, so neither
+    can reach ``exec``. Each problem names where it is."""
+    import re
+    bad = re.compile("[\x00\ud800-\udfff]")
+    problems: list[str] = []
+    stack: list = [(str(key), value) for key, value in values.items()]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            found = bad.search(value)
+            if found:
+                char = found.group()
+                what = "a NUL character" if char == "\0" else \
+                    f"a lone surrogate (U+{ord(char):04X}, not text)"
+                problems.append(f"{_printable(where)}: holds {what} at "
+                                f"index {found.start()}")
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item)
+                         for i, item in enumerate(value))
+        elif isinstance(value, dict):
+            stack.extend((f"{where}.{key}", item)
+                         for key, item in value.items())
+    return sorted(problems)
+
+
+def _printable(text: str) -> str:
+    from acor.cli.textsafe import printable
+    return printable(text)
 
 
 def _hint(spec) -> str:

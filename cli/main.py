@@ -20,7 +20,8 @@ from acor.cli.output.formats import FORMATS, report
 from acor.cli.signals import EarlySignals
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
-                      "call", "schema", "new", "check", "mcp"})
+                      "call", "schema", "new", "check", "mcp",
+                      "export"})
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config",
            "--max-output": "max_output"}

@@ -4,6 +4,13 @@ install find them the same way (never by a path relative to a checkout)."""
 
 from __future__ import annotations
 
+# The name acor is installed by (`pip install acor-cli`): "acor" on the
+# package index is an unrelated project. The import package and the
+# command are both `acor`.
+DISTRIBUTION = "acor-cli"
+# The install line of acor with its MCP server.
+MCP_INSTALL = f"pip install '{DISTRIBUTION}[mcp]'"
+
 # The JSON Schemas in acor/schemas/, by the name `acor schema` takes.
 SCHEMAS = {"events": "events.schema.json", "manifest": "manifest.schema.json"}
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import pid_alive
 
 pytest.importorskip("mcp", reason="acor mcp needs the extra: "
-                                  "pip install 'acor[mcp]'")
+                                  "pip install 'acor-cli[mcp]'")
 
 import anyio
 import mcp_types as types
@@ -537,7 +537,7 @@ def test_stdout_belongs_to_json_rpc_once_claimed(tmp_path):
 
 
 @pytest.mark.parametrize("missing, says", [
-    ("mcp", "pip install 'acor[mcp]'"),
+    ("mcp", "pip install 'acor-cli[mcp]'"),
     ("mcp_types", "needs MCP SDK 2.3 or later")])
 def test_without_the_extra_a_clear_error_and_exit_2(monkeypatch, capsys,
                                                     missing, says):

@@ -18,7 +18,7 @@ import time
 import pytest
 
 pytest.importorskip("mcp", reason="acor mcp needs the extra: "
-                                  "pip install 'acor[mcp]'")
+                                  "pip install 'acor-cli[mcp]'")
 
 from mcp import Client  # noqa: E402
 

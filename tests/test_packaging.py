@@ -24,7 +24,7 @@ def wheel(tmp_path_factory):
     # No warning from the build backend (the license field, package data).
     assert "Warning" not in build.stderr and "warning" not in build.stderr, \
         build.stderr
-    (path,) = out.glob("acor-*.whl")
+    (path,) = out.glob("acor_cli-*.whl")
     return path
 
 
@@ -73,3 +73,38 @@ def test_the_installed_wheel_runs_from_any_directory(wheel, tmp_path):
     imported = run(sys.executable, "-c",
                    "import acor.cli, acor; print(acor.cli.__file__)")
     assert imported.stdout.startswith(str(target))
+
+
+def test_the_distribution_is_acor_cli_and_the_import_package_acor():
+    # "acor" on the package index is an unrelated project: acor installs
+    # as acor-cli, and everything that names the distribution agrees.
+    import tomllib
+    from importlib import metadata
+
+    import acor
+    from acor.cli.package_data import DISTRIBUTION, MCP_INSTALL
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    assert project["name"] == DISTRIBUTION == "acor-cli"
+    assert MCP_INSTALL == "pip install 'acor-cli[mcp]'"
+    assert metadata.version(DISTRIBUTION) == acor.__version__
+    # This environment's acor package comes from acor-cli alone (no stale
+    # install under the old name shares its files).
+    assert metadata.packages_distributions()["acor"] == [DISTRIBUTION]
+    scripts = {ep.name: ep.value for ep in
+               metadata.distribution(DISTRIBUTION).entry_points
+               if ep.group == "console_scripts"}
+    assert scripts == {"acor": "acor.cli.entry:main"}
+
+
+def test_every_install_line_in_the_docs_names_the_distribution():
+    # A line that installs acor by a name that is not acor-cli installs
+    # someone else's package.
+    import re
+    pattern = re.compile(r"pip install (?:-U |--upgrade )?'?(acor[\w.-]*)"
+                         r"(\[[^\]]*\])?'?(?![\w/.-])")
+    found = []
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]:
+        for name, _ in pattern.findall(doc.read_text()):
+            found.append((doc.name, name))
+    assert found, "the README gives an install line"
+    assert {name for _, name in found} == {"acor-cli"}, found

@@ -38,7 +38,7 @@ def test_user_tools_dir_defaults_to_dot_config(monkeypatch, tmp_path, value):
 def test_acor_registers_its_bundled_wrappers():
     dirs = dict(entry_point_dirs())
     bundled = [d for d, origin in dirs.items()
-               if origin.startswith("package acor ")]
+               if origin.startswith("package acor-cli ")]
     assert len(bundled) == 1
     assert (Path(bundled[0]) / "pytest.json").is_file()
 
@@ -163,7 +163,7 @@ def test_the_bundled_wrappers_are_found_from_any_directory(tmp_path):
                           cwd=tmp_path, env=packages_on(tmp_path),
                           capture_output=True, text=True, timeout=60)
     tools = {tool["name"]: tool for tool in json.loads(proc.stdout)["tools"]}
-    assert tools["pytest"]["origin"].startswith("package acor ")
+    assert tools["pytest"]["origin"].startswith("package acor-cli ")
     # Turned off, they are not: the tests rely on that for isolation.
     proc = subprocess.run([sys.executable, "-m", "acor", "list", "--json"],
                           cwd=tmp_path, env=base_env(tmp_path),

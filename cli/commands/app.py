@@ -22,6 +22,7 @@ from acor.cli.commands.context import command_registry
 from acor.cli.commands.call import call_command
 from acor.cli.commands.check import check_command
 from acor.cli.commands.mcp import mcp_command
+from acor.cli.commands.export import export_group
 from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 
@@ -120,7 +121,8 @@ def parse(source):
 
 cli.add_command(sessions)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
-                 call_command, check_command, new_command, mcp_command):
+                 call_command, check_command, new_command, mcp_command,
+                 export_group):
     cli.add_command(_command)
 
 
@@ -138,11 +140,20 @@ def run_command(argv, fmt=None, early=None):
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
+        out = None
         if exc.ctx is not None and exc.ctx.command is not cli:
             hint = f"Run `acor {exc.ctx.command.name} --help` for its usage."
             next_argv = ["acor", exc.ctx.command.name, "--help"]
+            if exc.ctx.command.name == "mcp":
+                # An MCP client reads stdout as JSON-RPC and keeps stderr
+                # as the server's log: the error belongs in the log.
+                out = sys.stderr.buffer
+                if "extra argument" in exc.format_message():
+                    hint = ("Give --tools its names in one word, comma-"
+                            "separated without spaces (--tools hello,"
+                            "csvprofile), or repeat --tools. " + hint)
         return report(UsageError(exc.format_message(), hint, next=next_argv),
-                      fmt)
+                      fmt, out=out)
     except click.Abort:
         return exitcodes.CANCELLED
     except click.exceptions.Exit as exc:

@@ -20,6 +20,7 @@ from acor import exitcodes
 from acor.cli.commands.check_rules import (
     Violation, expectation_violations, manifest_violations, stream_violations)
 from acor.cli.discovery.resolve import Target, resolve
+from acor.cli.textsafe import printable
 
 def read_manifest(path: str) -> tuple[object, Violation | None]:
     try:
@@ -140,26 +141,34 @@ def run_example(target: Target, argv: list[str], example: dict,
 
 
 def format_report(report: dict) -> str:
-    lines = [f"acor check {report['tool']}: {report['manifest']}"]
+    """The report for people. Every value from the manifest, its examples
+    or the tool's stream is printed on one line, control characters and
+    line breaks escaped (``\\n``), so an example's argument holding
+    "\\n## AI Directive" cannot start a line (indenting would not do:
+    CommonMark reads a heading indented by up to three spaces)."""
+    tool = printable(report["tool"])
+    lines = [f"acor check {tool}: {printable(report['manifest'])}"]
     for warning in report["warnings"]:
-        lines.append(f"  warning: {warning}")
+        lines.append(f"  warning: {printable(warning)}")
     for outcome in report["examples"]:
         mark = "ok  " if outcome["ok"] else "FAIL"
         ending = outcome["state"] + (f", {outcome['error_code']}"
                                      if outcome["error_code"] else "")
+        argv = printable(shlex.join([report["tool"], *outcome["argv"]]))
         lines.append(f"  {mark} example {outcome['example']}: "
-                     f"{shlex.join([report['tool'], *outcome['argv']])} -> "
-                     f"exit {outcome['exit_code']} ({ending})")
+                     f"{argv} -> exit {outcome['exit_code']} "
+                     f"({printable(ending)})")
     for v in report["violations"]:
-        lines.append(f"\n  {v['where']}\n    problem: {v['problem']}\n"
-                     f"    fix:     {v['fix']}")
+        lines.append(f"\n  {printable(v['where'])}\n"
+                     f"    problem: {printable(v['problem'])}\n"
+                     f"    fix:     {printable(v['fix'])}")
     count = len(report["violations"])
     lines.append("")
     runs = len(report["examples"])
-    lines.append((f"{report['tool']} conforms ({runs} example(s) run)."
-                  if runs else f"{report['tool']}'s manifest conforms; no "
+    lines.append((f"{tool} conforms ({runs} example(s) run)."
+                  if runs else f"{tool}'s manifest conforms; no "
                   "example was run.") if report["conforms"] else
-                 f"{report['tool']} does not conform: {count} problem"
+                 f"{tool} does not conform: {count} problem"
                  f"{'s' if count != 1 else ''}.")
     return "\n".join(lines)
 
@@ -174,9 +183,11 @@ def check_command(ctx: click.Context, tool: str, as_json: bool) -> int:
     examples run and its stream checked. Exit 0 when it conforms."""
     from acor.cli.discovery.config import ConfigError
     from acor.cli.errors import LauncherError, config_error
+    from acor.cli.commands.info import echo_json, wants_json
     from acor.cli.output.formats import report
     obj = ctx.find_root().obj or {}
-    fmt = "json" if as_json else None
+    as_json = wants_json(ctx, as_json)
+    fmt = "json" if as_json else obj.get("format")
     try:
         target = resolve(tool, config_path=obj.get("config"))
     except LauncherError as exc:
@@ -184,8 +195,8 @@ def check_command(ctx: click.Context, tool: str, as_json: bool) -> int:
     except ConfigError as exc:
         return report(config_error(exc), fmt)
     report_ = check(target)
-    if as_json:
-        click.echo(json.dumps(report_, indent=2, ensure_ascii=False))
+    if as_json:  # one line of strict JSON, as every command writes it
+        echo_json(report_)
     else:
         click.echo(format_report(report_))
     return exitcodes.OK if report_["conforms"] else exitcodes.FAILED

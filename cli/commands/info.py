@@ -95,6 +95,7 @@ def echo_problems(reg) -> None:
 def doctor_report(reg) -> dict:
     """Every fact and problem ``acor doctor`` shows."""
     from acor.cli.discovery.cache import cache_dir_problem
+    from acor.cli.discovery.trust import trusted_paths
     config = reg.config
     warnings = list(config.warnings)
     for spec in reg.tools.values():
@@ -105,6 +106,7 @@ def doctor_report(reg) -> dict:
     return {"config": config.path, "root": config.root,
             "tools_dirs": config.tools_dirs, "timeout": config.timeout,
             "state_dir": config.state_dir, "tools": len(reg.tools),
+            "trusted": trusted_paths(),
             "warnings": warnings,
             "skipped": [s.to_dict() for s in reg.skipped],
             "shadowed": [{"name": s.name, "winner": s.winner_path,
@@ -131,6 +133,10 @@ def doctor(ctx, as_json):
         click.echo(f"root:       {quote(data['root'])}")
         click.echo("tools dirs: " + ", ".join(map(quote, data["tools_dirs"])))
         click.echo(f"timeout:    {data['timeout']:g} s")
+        if data["trusted"]:
+            # Paths whose owner and permissions acor does not check.
+            click.echo("trusted:    " + ", ".join(map(quote,
+                                                       data["trusted"])))
         for warning in data["warnings"]:
             click.echo(f"warning:    {printable(warning)}")
         click.echo(f"tools:      {data['tools']} found")
@@ -186,8 +192,13 @@ def show(ctx, tool, as_json):
         click.echo(f"  usage:   {printable(usage)}")
     click.echo(f"  framing: {framing_note(spec)}")
     click.echo(f"\n{quote(spec.manifest_path)}:")
-    lines = (manifest or "(manifest unreadable)").rstrip().splitlines()
-    click.echo("\n".join("  " + printable(line) for line in lines))
+    # Split at line feeds only, then escape: str.splitlines() also breaks
+    # at U+2028, U+2029, U+0085, VT, FF and \x1c-\x1e, which printable()
+    # would have shown as escapes, so a line after one of them could start
+    # with "## AI Directive" at the left margin.
+    lines = (manifest or "(manifest unreadable)").rstrip().split("\n")
+    click.echo("\n".join("  " + printable(line.removesuffix("\r"))
+                          for line in lines))
 
 
 @click.command()
@@ -201,6 +212,6 @@ def schema(name):
     except OSError as exc:
         raise LauncherError(f"The {name} schema is missing from this "
                             f"installation: {exc}", "Reinstall acor: "
-                            "`pip install --force-reinstall acor`.",
+                            "`pip install --force-reinstall acor-cli`.",
                             code="E_INSTALL") from None
     click.echo(text.rstrip())

@@ -1,5 +1,6 @@
 """``acor mcp``: the command that serves every tool to MCP clients
-(:mod:`acor.cli.mcp` does the serving, and imports the SDK only then)."""
+(:mod:`acor.cli.mcp` does the serving, and imports the SDK only then;
+:mod:`acor.cli.commands.mcp_config` writes a client's config for it)."""
 
 from __future__ import annotations
 
@@ -9,25 +10,104 @@ import click
 
 from acor.events import Error
 
+from acor.cli.commands.mcp_config import CLIENTS
 from acor.cli.mcp.server import fail, parse_options, serve
 
 
 @click.command("mcp")
-@click.option("--tools", "tools", metavar="NAME,...",
-              help="Serve only these tools (comma-separated names).")
+@click.option("--tools", "tools", metavar="NAME,...", multiple=True,
+              help="Serve only these tools (comma-separated names; the "
+                   "option may be repeated).")
 @click.option("--timeout", metavar="S",
               help="Seconds before a call's tool is stopped (default: the "
                    "tool's manifest, the config, then 120).")
+@click.option("--cwd", metavar="DIR",
+              help="Work in DIR, the project: tools are found from there "
+                   "and run there (as `git -C`: a relative --config starts "
+                   "from DIR too). Clients start servers in a folder of "
+                   "their own.")
+@click.option("--print-config", "client", type=click.Choice(CLIENTS),
+              help="Print the config that makes this client start acor "
+                   "mcp for this project (absolute paths), and exit.")
+@click.option("--http", "http", is_flag=True,
+              help="Serve over MCP's streamable HTTP transport at /mcp "
+                   "instead of stdio.")
+@click.option("--host", metavar="H",
+              help="--http: the address to listen on (default 127.0.0.1; "
+                   "any other needs a token).")
+@click.option("--port", metavar="P",
+              help="--http: the port (default 8765; 0 picks a free one).")
+@click.option("--token-file", metavar="FILE",
+              help="--http: the bearer token every request must carry "
+                   "(default: $ACOR_MCP_TOKEN).")
+@click.option("--allow-host", "allow_hosts", metavar="NAME", multiple=True,
+              help="--http: a Host name clients reach this server by, e.g. "
+                   "behind a proxy (repeatable).")
+@click.option("--allow-origin", "allow_origins", metavar="ORIGIN",
+              multiple=True,
+              help="--http: a browser Origin allowed to call (repeatable).")
+@click.option("--stateless", is_flag=True,
+              help="--http: no sessions for protocols before 2026-07-28, "
+                   "so any replica can answer any request.")
+@click.option("--workers", metavar="N",
+              help="--http: uvicorn worker processes (more than 1 implies "
+                   "--stateless).")
 @click.pass_context
-def mcp_command(ctx: click.Context, tools: str | None,
-                timeout: str | None) -> int:
+def mcp_command(ctx: click.Context, tools: tuple[str, ...],
+                timeout: str | None, cwd: str | None = None,
+                client: str | None = None, http: bool = False,
+                host: str | None = None, port: str | None = None,
+                token_file: str | None = None,
+                allow_hosts: tuple[str, ...] = (),
+                allow_origins: tuple[str, ...] = (), stateless: bool = False,
+                workers: str | None = None) -> int:
     """Serve every tool to MCP clients (Claude Code, Claude Desktop,
-    Cursor...) over stdio: typed arguments, progress, input requests and
-    cancellation. Needs the extra: pip install 'acor[mcp]'."""
+    Cursor, VS Code, Codex...) over stdio, or over HTTP with --http: typed
+    arguments, progress, input requests and cancellation. Needs the extra:
+    pip install 'acor-cli[mcp]'. `acor mcp --print-config claude`, run in
+    the project, writes the client's config."""
+    http_only = {"--host": host, "--port": port, "--token-file": token_file,
+                 "--allow-host": allow_hosts or None,
+                 "--allow-origin": allow_origins or None,
+                 "--stateless": stateless or None, "--workers": workers}
     try:
-        only, seconds = parse_options(tools, timeout)
+        only, seconds = parse_options(",".join(tools) if tools else None,
+                                      timeout)
+        given = [flag for flag, value in http_only.items()
+                 if value is not None]
+        if given and not http:
+            verb = "applies" if len(given) == 1 else "apply"
+            raise ValueError(f"{', '.join(given)} only {verb} with --http, "
+                             f"e.g. `acor mcp --http {given[0]} ...`")
+        if http and client is not None:
+            raise ValueError("--print-config writes a stdio entry; start "
+                             "the HTTP server without it")
+        if http:
+            from acor.cli.mcp.http import parse_http_options
+            options = parse_http_options(
+                host=host, port=port, token_file=token_file,
+                allow_hosts=allow_hosts, allow_origins=allow_origins,
+                stateless=stateless, workers=workers)
     except ValueError as exc:
         return fail(Error(str(exc), "E_USAGE", None,
                            "Run `acor mcp --help` for the options."))
+    if cwd is not None:
+        try:
+            os.chdir(cwd)
+        except OSError as exc:
+            from acor.cli.textsafe import quote
+            return fail(Error(f"--cwd {quote(cwd)}: {exc.strerror}",
+                              "E_USAGE", None,
+                              "Give the project's folder, as an absolute "
+                              "path: --cwd /abs/project."))
     config = (ctx.obj or {}).get("config") or os.environ.get("ACOR_CONFIG")
+    if client is not None:
+        from acor.cli.commands.mcp_config import print_config
+        return print_config(client, only, timeout, seconds, config)
+    if http:
+        from acor.cli.mcp.http import serve_http
+        options.only = sorted(only) if only is not None else None
+        options.timeout = seconds
+        options.config_path = config
+        return serve_http(options)
     return serve(only, seconds, config)

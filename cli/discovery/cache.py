@@ -7,9 +7,9 @@ something it depends on changed. The file, under ``$ACOR_CACHE_DIR``, else
 ``$XDG_CACHE_HOME/acor``, else ``~/.cache/acor``, is
 ``registry-<sha256(root, config path, python)[:16]>.marshal``::
 
-    {"format": 5,
+    {"format": 7,
      "key": [root, config_path_or_null, sys.executable, user_tools_dir,
-             packages_searched],
+             packages_searched, ACOR_TRUSTED, SUDO_UID (as root)],
      "fingerprint": [[path, light, signature_or_null], ...],
      "payload": {...the Registry, as Registry.to_cache() gives it...}}
 
@@ -22,11 +22,12 @@ Python's format, a torn disk block) is a miss like any other.
 
 A warm load re-stats every fingerprinted path and compares: the config file,
 each tools dir (a directory's mtime moves when entries are added, removed or
-renamed), each manifest (full signature: mode, inode, size, mtime), and
-each program a manifest points at (light signature: mode and
-inode only, so editing a tool's code does not force a rescan, but ``chmod``
-or replacing it does). A path recorded as missing (null) must still be
-missing. Any difference means rescan.
+renamed), each manifest (full signature: mode, inode, size, mtime, owner),
+and each program a manifest points at (light signature: mode, inode and
+owner only, so editing a tool's code does not force a rescan, but
+``chmod``, ``chown`` or replacing it does), and the user's trust file.
+A path recorded as missing (null) must still be missing. Any difference
+means rescan.
 
 Writes take a lock (``flock`` on ``<file>.lock``) and go through a new temp file
 in the same directory plus ``os.replace``, so readers never see a torn file
@@ -53,9 +54,10 @@ import time
 
 from acor._safefs import Folder, Unsafe
 
-FORMAT = 6  # 4: package and user tools dirs; specs with origin, args, usage;
+FORMAT = 7  # 4: package and user tools dirs; specs with origin, args, usage;
 # overrides of package tools. 5: marshal, tool folders not fingerprinted.
-# 6: specs say whether a tool may start warm
+# 6: specs say whether a tool may start warm. 7: signatures hold the owner;
+# the key, what the user trusts (cli.discovery.trust)
 MAX_BYTES = 8 << 20
 # Racy-timestamp guard (as git does for its index): a file changed twice
 # within one filesystem timestamp tick, with the same size, would look
@@ -145,8 +147,11 @@ def _key(root, config_path):
     and where else tools are looked for (the user's tools dir, and whether
     packages' tools are, see :func:`cli.discover.sources`)."""
     from acor.cli.discovery.sources import packages_searched, user_tools_dir
+    # Who is trusted decides what a scan keeps (cli.discovery.trust).
+    trusted = [os.environ.get("ACOR_TRUSTED", ""),
+               os.environ.get("SUDO_UID", "") if _uid() == 0 else ""]
     return [root, config_path, sys.executable, user_tools_dir(),
-            packages_searched()]
+            packages_searched(), *trusted]
 
 
 def _cache_name(root, config_path):
@@ -228,9 +233,11 @@ def signature(path, light=False):
 
 
 def _sig(st, light):
+    # The owner too: `chown` moves neither mtime nor mode, and decides
+    # whether acor takes tools from the file (cli.discovery.trust).
     if light:
-        return [st.st_mode, st.st_ino]
-    return [st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns]
+        return [st.st_mode, st.st_ino, st.st_uid]
+    return [st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_uid]
 
 
 class Fingerprint:

@@ -107,16 +107,34 @@ def find_config(cwd, explicit=None):
                 "or drop "
                 "--config and unset ACOR_CONFIG to use the nearest "
                 ".acor/config.yaml.")
-        return path
+        return _owned(path)
     directory = os.path.abspath(cwd)
     while True:
         candidate = os.path.join(directory, CONFIG_FILE)
         if os.path.isfile(candidate):
-            return candidate
+            return _owned(candidate)
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
         directory = parent
+
+
+def _owned(path):
+    """``path``, if it and its folder pass the ownership rule of
+    :mod:`cli.discovery.trust`; else ConfigError naming which does not."""
+    from acor.cli.discovery import trust
+    for item in (path, os.path.dirname(path)):
+        try:
+            st = os.stat(item)
+        except (OSError, ValueError):
+            continue  # _parse says why it cannot be read
+        why = trust.problem(item, st)
+        if why is not None:
+            what = "the config file" if item == path else \
+                f"the config file's folder {printable(item)}"
+            raise ConfigError(path, f"{what} is not used: {why}",
+                              trust.how_to_trust(item))
+    return path
 
 
 def config_root(path, cwd):

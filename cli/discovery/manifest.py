@@ -35,7 +35,8 @@ MAX_STRING = 4096
 DEFAULT_VERSION = "1.0.0"
 # cli.main dispatches these itself, so a tool with such a name is unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
-                      "call", "schema", "new", "check", "mcp"})
+                      "call", "schema", "new", "check", "mcp",
+                      "export"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
 
 
@@ -54,7 +55,8 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
               origin: str) -> ToolSpec:
     """The ToolSpec of tool folder ``folder`` (its manifest stat ``mst``)."""
     data, warnings = read(manifest, mst, ACOR_FIELDS)
-    entry = program(folder_real, data["entry"], "entry", fp, python_ok=True)
+    entry = program(folder_real, data["entry"], "entry", fp, python_ok=True,
+                    owner_check=not origin.startswith("package "))
     argv = [sys.executable, "-u", entry] if data["entry"].endswith(".py") \
         else [entry]
     return ToolSpec(
@@ -74,7 +76,8 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
     data, warnings = read(path, st, WRAPPED_FIELDS)
     command = list(data["command"])
     if "/" in command[0] and not os.path.isabs(command[0]):
-        command[0] = program(dir_real, command[0], "command[0]", fp)
+        command[0] = program(dir_real, command[0], "command[0]", fp,
+                             owner_check=not origin.startswith("package "))
     pattern = data.get("progress_pattern")
     if pattern is not None:
         try:
@@ -137,10 +140,11 @@ def _inside(parent_real: str, real: str) -> bool:
 
 
 def program(folder_real: str, rel: str, field: str, fp,
-            python_ok: bool = False) -> str:
+            python_ok: bool = False, owner_check: bool = True) -> str:
     """The real path of program ``rel``, which must be a file inside
     ``folder_real`` and executable (or, if ``python_ok``, named *.py: this
-    interpreter runs it)."""
+    interpreter runs it), and, with ``owner_check``, pass the ownership
+    rule of :mod:`cli.discovery.trust`."""
     if os.path.isabs(rel):
         raise ManifestError(f"'{field}' must be a path relative to its "
                             f"folder, not the absolute path {rel!r}",
@@ -159,6 +163,12 @@ def program(folder_real: str, rel: str, field: str, fp,
         raise ManifestError(f"'{field}' {rel!r} is not an existing file "
                             f"({printable(real)})",
                             f"Create it, or fix '{field}' in the manifest.")
+    if owner_check:
+        from acor.cli.discovery import trust
+        why = trust.problem(real, st)
+        if why is not None:
+            raise ManifestError(f"'{field}' {rel!r} is not used: {why}",
+                                trust.how_to_trust(real))
     if not (python_ok and rel.endswith(".py")) and \
             not os.access(real, os.X_OK):
         raise ManifestError(
@@ -287,6 +297,15 @@ def _check_fields(data: dict, fields: dict, path: str):
                 f"field {key!r} contains {bad!r}, a control character" +
                 ("" if key == "usage" else " or line break"),
                 f"Remove it from {key!r} in {path}.")
+    for where, text in _served_strings(values):
+        bad = unprintable(text, "\t")
+        if bad is not None:
+            # Served as they are in MCP's tools/list, and printed in help
+            # and `acor show`: the same rule as the description.
+            raise ManifestError(
+                f"{where} contains {bad!r}, a control character or line "
+                "break", f"Remove it from {where} in {path}: acor serves it "
+                "to MCP clients and prints it in help.")
     if values["name"] in RESERVED:
         name = values["name"]
         raise ManifestError(f"the name {name!r} is an acor built-in command,"
@@ -304,6 +323,31 @@ def _check_fields(data: dict, fields: dict, path: str):
                                 "Fix it in " + path + "; `acor schema "
                                 "manifest` prints the rules.")
     return values, warnings
+
+
+def _served_strings(values: dict):
+    """``(where, text)`` for every string of the manifest that reaches
+    clients and help as it is: the schema ``$schema``, the annotations'
+    title, and every string (keys included) of the args schema: titles,
+    descriptions, enum values, defaults, x-acor metavars."""
+    for key in ("$schema",):
+        if isinstance(values.get(key), str):
+            yield key, values[key]
+    title = (values.get("annotations") or {}).get("title")
+    if isinstance(title, str):
+        yield "annotations.title", title
+    stack = [("args", values.get("args"))]
+    while stack:
+        where, value = stack.pop()
+        if isinstance(value, str):
+            yield where, value
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                yield f"{where} key", key
+                stack.append((f"{where}.{printable(key)}", item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item)
+                         for i, item in enumerate(value))
 
 
 def _errors(value: dict, warnings: list) -> dict:

@@ -129,12 +129,21 @@ def scan(config, fingerprint=None):
     ``fingerprint`` (a :class:`cli.cache.Fingerprint`)."""
     # the cold path's checkers
     from acor.cli.discovery.manifest import ManifestError
+    from acor.cli.discovery import trust
     fp = cache.Fingerprint() if fingerprint is None else fingerprint
+    fp.stat(trust.trust_file())  # trusting a path there changes the scan
     registry = Registry(config)
     for tools_dir, origin in sources(config, registry, fp):
         st = fp.stat(tools_dir)
         if st is None or not stat.S_ISDIR(st.st_mode):
             continue  # config.warnings already says so
+        why = None if _packaged(origin) else trust.problem(tools_dir, st)
+        if why is not None:
+            registry.skipped.append(Skipped(
+                path=printable(tools_dir),
+                reason=f"the tools dir is not used: {why}",
+                recovery=trust.how_to_trust(tools_dir)))
+            continue
         try:
             names = sorted(os.listdir(tools_dir))
         except OSError as exc:
@@ -196,6 +205,22 @@ def sources(config, registry, fp):
     return found
 
 
+def _packaged(origin):
+    """Whether tools from ``origin`` come with an installed package, which
+    is trusted as the Python running acor is (see cli.discovery.trust)."""
+    return origin.startswith("package ")
+
+
+def _owner_check(path, st, what):
+    """ManifestError if ``path`` (stat ``st``) fails the ownership rule."""
+    from acor.cli.discovery import trust
+    from acor.cli.discovery.manifest import ManifestError
+    why = trust.problem(path, st)
+    if why is not None:
+        raise ManifestError(f"{what} is not used: {why}",
+                            trust.how_to_trust(path))
+
+
 def _project_origin(tools_dir, root):
     relative = os.path.relpath(tools_dir, root)
     return "project " + (tools_dir if relative.startswith("..") else
@@ -227,10 +252,13 @@ def _load(path, name, dir_real, fp, origin):
             raise ManifestError(f"its name contains {bad!r}, a control "
                                 "character or line break", "Rename it to "
                                 "plain printable characters.")
+    checked = not _packaged(origin)
     if json_file and not is_dir:
         if st is None or not stat.S_ISREG(st.st_mode):
             return None
         check_inside(dir_real, path, "the manifest")
+        if checked:
+            _owner_check(path, st, "the manifest")
         return wrapped_spec(path, st, dir_real, fp, origin)
     if not is_dir:
         return None  # a README, a script: a tools dir may hold anything
@@ -242,4 +270,7 @@ def _load(path, name, dir_real, fp, origin):
     if not stat.S_ISREG(mst.st_mode):
         raise ManifestError("manifest.json is not a regular file",
                             f"Make {printable(manifest)} a JSON file.")
+    if checked:
+        _owner_check(path, st, "the tool folder")
+        _owner_check(manifest, mst, "the manifest")
     return acor_spec(path, manifest, mst, folder_real, fp, origin)

@@ -23,7 +23,7 @@ import anyio.from_thread
 import anyio.lowlevel
 import mcp_types as types
 from mcp.server.lowlevel import Server
-from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
+from mcp.server.request_state import RequestStateBoundary
 from mcp.shared.message import SessionMessage
 
 from acor import __version__, exitcodes
@@ -31,6 +31,7 @@ from acor import __version__, exitcodes
 from acor.cli.mcp.boot import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE,
                                Opening, Wire)
 from acor.cli.mcp.calls import CallHandler
+from acor.cli.mcp.keys import request_state_security
 from acor.cli.mcp.versions import MODERN_VERSIONS
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -65,10 +66,11 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
                     instructions=INSTRUCTIONS,
                     on_list_tools=list_tools,  # type: ignore[arg-type]
                     on_call_tool=CallHandler(catalog, run, timeout=timeout))
-    # requestState leaves sealed (AES-GCM under a key of this process) and
-    # comes back verified and bound to the same tool and arguments.
+    # requestState leaves sealed (AES-GCM under a key of this process, or
+    # ACOR_MCP_KEY's, shared by replicas) and comes back verified and bound
+    # to the same tool and arguments.
     server.middleware.append(RequestStateBoundary(
-        RequestStateSecurity.ephemeral(), default_audience=server.name))
+        request_state_security(), default_audience=server.name))
     return server
 
 

@@ -199,7 +199,10 @@ def _mime_type(path: str) -> str | None:
 def usage_result(tool: str, error) -> dict:
     """Arguments that do not fit the tool (a :class:`cli.errors.UsageError`
     from ``acor call``'s conversion): every problem listed, nothing run."""
-    problems = (error.details or "").splitlines()
+    # Line feeds only: splitlines() would also cut at U+2028, U+0085, ...
+    # inside a value the client sent, making a line of it look like one of
+    # these problems.
+    problems = (error.details or "").split("\n") if error.details else []
     lines = [f"Error {error.code}: {error.reason}",
              *[f"- {problem}" for problem in problems],
              f"Recovery: fix every argument listed and call '{tool}' again "

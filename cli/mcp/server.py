@@ -2,7 +2,7 @@
 
 Claude Code, Claude Desktop, Cursor and other agent clients start this
 command and speak the Model Context Protocol on its stdin and stdout. The
-MCP SDK is an optional extra (``pip install 'acor[mcp]'``) and is imported
+MCP SDK is an optional extra (``pip install 'acor-cli[mcp]'``) and is imported
 only here, in a background thread, while :mod:`acor.cli.mcp.boot` (standard
 library only) answers the client's opening request. The click command is
 :mod:`acor.cli.commands.mcp`.
@@ -24,15 +24,16 @@ from acor import exitcodes
 from acor.events import Error
 
 from acor.cli.durations import check_seconds
+from acor.cli.package_data import MCP_INSTALL
 
-INSTALL = "pip install 'acor[mcp]'"
+INSTALL = MCP_INSTALL
 MIN_SDK = "2.3"
 EARLY_WAIT = 0.2  # seconds to wait for the opening request before importing
 
 
 def sdk_problem() -> Error | None:
     """Why the MCP SDK cannot be used, or None. Looks, does not import."""
-    here = f"{sys.executable} -m pip install 'acor[mcp]'"
+    here = f"{sys.executable} -m {INSTALL}"
     if find_spec("mcp") is None:
         return Error("acor mcp needs the MCP SDK, which is not installed",
                      "E_MCP_MISSING", f"python: {sys.executable}",
@@ -88,24 +89,15 @@ def serve(only: set[str] | None, timeout: float | None,
     problem = sdk_problem()
     if problem is not None:
         return fail(problem)
-    from acor.cli.discovery.config import ConfigError
     from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.boot import Wire, open_session
-    from acor.cli.mcp.tools import Catalog, UnknownTools
+    from acor.cli.mcp.tools import Catalog
     wire = Wire.claim()
     loader = SdkLoader()
     catalog = Catalog(lambda: load_registry(config_path=config_path), only)
-    try:
-        catalog.check_only(catalog.registry())
-    except ConfigError as exc:
-        from acor.cli.errors import config_error
-        return fail(config_error(exc).to_event())
-    except UnknownTools as exc:
-        return fail(Error(f"--tools names unknown tool(s): "
-                           f"{', '.join(exc.names)}", "E_UNKNOWN_TOOL",
-                           "known tools: " + (", ".join(exc.known) or "none"),
-                           "Fix the names in --tools; `acor list` shows "
-                           "every tool."))
+    problem = start_problem(catalog)
+    if problem is not None:
+        return fail(problem)
     # A client sends its opening request as soon as it has started us, so
     # it is usually waiting already: answer it before the SDK import starts
     # competing for the interpreter. A client that waits gets the import
@@ -133,6 +125,54 @@ def serve(only: set[str] | None, timeout: float | None,
                                                 warm=warm), wire, opening)
     finally:
         warm.close()
+
+
+def unknown_tools(exc, config) -> Error:
+    """The error for ``--tools`` names that are not tools (``exc``, an
+    :class:`acor.cli.mcp.tools.UnknownTools`), saying where acor looked:
+    an MCP client starts its servers in a folder of its own choosing, so
+    the usual cause is a server that never found the project."""
+    from acor.cli.textsafe import printable
+    names = ", ".join(printable(name) for name in exc.names)
+    root = printable(config.root)
+    looked = f"config {printable(config.path)}" if config.path else \
+        f"no .acor/config.yaml in {root} or above it"
+    recovery = "Fix the names in --tools; `acor list` shows every tool."
+    if config.path is None:
+        recovery = (f"acor mcp looked for tools in {root}, its working "
+                    "directory. If that is not your project (a client "
+                    "starts servers in a folder of its own), pin the "
+                    "project: add --cwd /abs/project to the server's "
+                    "arguments (or --config /abs/project/.acor/config.yaml "
+                    "before mcp); `acor mcp --print-config "
+                    "claude|cursor|vscode|codex`, run in the project, "
+                    "writes the whole entry. " + recovery)
+    return Error(f"--tools names unknown tool(s): {names}", "E_UNKNOWN_TOOL",
+                 f"known tools: {', '.join(exc.known) or 'none'}; project "
+                 f"root: {root} ({looked})", recovery)
+
+
+def start_problem(catalog) -> Error | None:
+    """Why ``acor mcp`` (stdio or HTTP) cannot start with this catalog and
+    environment, or None: a bad config, an unknown --tools name, an
+    unusable ACOR_MCP_KEY."""
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.mcp.keys import ENV, KeyProblem, shared_keys
+    from acor.cli.mcp.tools import UnknownTools
+    try:
+        shared_keys()
+    except KeyProblem as exc:
+        return Error(str(exc), "E_MCP_KEY", f"variable: {ENV}",
+                     f"Fix or unset {ENV}, then start acor mcp again.")
+    try:
+        registry = catalog.registry()
+        catalog.check_only(registry)
+    except ConfigError as exc:
+        from acor.cli.errors import config_error
+        return config_error(exc).to_event()
+    except UnknownTools as exc:
+        return unknown_tools(exc, registry.config)
+    return None
 
 
 def fail(error: Error) -> int:
