@@ -305,10 +305,11 @@ def flag_names(props):
 
 def public_schema(schema) -> dict:
     """The schema as people and agents see it: no ``x-acor`` keys, no
-    hidden properties and no human-only ones (no caller may give them). ``schema`` is one :func:`schema_problems` accepts,
-    so ``x-acor`` can only be a key of a property or of its ``items``; the
-    result is new down to those dicts, and shares the values below them
-    (``enum``, ``default``) with ``schema``."""
+    hidden properties and no human-only ones (no caller may give them).
+    ``schema`` is one :func:`schema_problems` accepts, so ``x-acor`` can
+    only be a key of a property or of its ``items``; the result is new
+    down to those dicts, and shares the values below them (``enum``,
+    ``default``) with ``schema``."""
     props = schema.get("properties", {})
     hidden = {n for n, p in props.items()
               if isinstance(p, dict) and isinstance(p.get("x-acor"), dict)

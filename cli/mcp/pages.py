@@ -21,6 +21,7 @@ import secrets
 import socket
 import threading
 import time
+from typing import Any
 
 from acor.cli.human.approval import APPROVAL_TTL, Field, safe_line
 
@@ -62,7 +63,7 @@ class Pages:
         self._pages: dict[str, Page] = {}
         self._lock = threading.Lock()
         self._base: str | None = None
-        self._server = None
+        self._server: Any = None  # a uvicorn.Server once started
 
     def open(self, lines: list[str], fields: list[Field]) -> Page:
         base = self._start()

@@ -143,7 +143,7 @@ class Collector:
         self.asked_next: Optional[list[str]] = None
         # Set by the runner: the run's policy, and whether its caller asks
         # a person what the tool needs (the rich view, the MCP server).
-        self.policy = None
+        self.policy: Any = None  # a launch._Policy (no import: a cycle)
         self.person = False
         self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
