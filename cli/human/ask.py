@@ -78,20 +78,25 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
             return result.exit_code
         asked.update(answers)
         human = {f.name: answers[f.name] for f in fields if f.human}
-        args = with_answers(fill(_rerun_args(result, name, args), answers),
-                            fields, answers)
+        args = with_answers(fill(_rerun_args(result, name, args, fields),
+                                 answers), fields, answers)
         result = rerun(args, human)
     return result.exit_code
 
 
-def _rerun_args(result: RunResult, name: str, args: list[str]
-                ) -> list[str]:
+def _rerun_args(result: RunResult, name: str, args: list[str],
+                fields: list[Field]) -> list[str]:
     """The arguments to run again with: the tool's own ``next`` when it
-    runs this tool again (``acor ... NAME ...``), else the same ones."""
+    runs this tool again (``acor ... NAME ...``), else the same ones. A
+    word of the tool's ``next`` that would give a human-only argument
+    (``--yes``) is dropped: what the person answered is what counts."""
     argv = result.asked_next or []
-    if argv[:1] == ["acor"] and name in argv:
-        return argv[argv.index(name) + 1:]
-    return list(args)
+    if argv[:1] != ["acor"] or name not in argv:
+        return list(args)
+    given = {"--" + spelling for f in fields if f.human
+             for spelling in (f.name, f.name.replace("_", "-"))}
+    return [word for word in argv[argv.index(name) + 1:]
+            if word.split("=", 1)[0] not in given]
 
 
 def fill(argv: list[str], answers: dict) -> list[str]:

@@ -105,6 +105,12 @@ class CallHandler:
             self._fresh(state)
             fields = fields_of(state["specs"], schema)
             if state.get("page"):
+                # The client's answer first: a person who declined to open
+                # the page has refused, and nothing waits for the page.
+                answer = _elicited(params.input_responses, state["key"])
+                if answer is None or answer.action != "accept":
+                    self.pages.close_id(state["page"])
+                    return _declined(spec.name, state, answer)
                 got = await self._page_answer(state["page"])
                 if got is None:
                     return _declined(spec.name, state, None, page=True)
