@@ -15,6 +15,7 @@ import subprocess
 import time
 
 import pytest
+from pathlib import Path
 
 from conftest import ACOR_SCRIPT
 
@@ -60,11 +61,36 @@ LOGIN_ARGS = {
 
 SECRET = "s3cr3t-TOKEN-do-not-leak"
 
+# The same approval from bash, with acor.sh.
+REMOVER_SH = """\
+#!/usr/bin/env bash
+. "${ACOR_SH:?run this tool with acor}"
+acor_start
+if ! yes=$(acor_human yes); then
+    acor_input_needed "Delete $1?" \\
+        '{"yes": {"type": "boolean", "description": "Delete it for good"}}' \\
+        human
+fi
+if [ "$yes" = true ]; then
+    rm -- "$1"; acor_output "deleted $1"
+else
+    acor_output "kept $1 ($yes)"
+fi
+"""
+
 
 @pytest.fixture
 def humans(project):
     project.add_tool("remover", REMOVER, args=REMOVER_ARGS)
     project.add_tool("login", LOGIN, args=LOGIN_ARGS)
+    folder = project.root / "tools" / "remover-sh"
+    folder.mkdir()
+    (folder / "run.sh").write_text(REMOVER_SH)
+    (folder / "run.sh").chmod(0o755)
+    (folder / "manifest.json").write_text(json.dumps({
+        "name": "remover-sh", "version": "1.0.0", "entry": "run.sh",
+        "description": "remove a file, if a person approves",
+        "args": REMOVER_ARGS}))
     (project.root / "victim").write_text("precious")
     return project
 
@@ -205,29 +231,33 @@ class Terminal:
         return self.seen.decode(errors="replace")
 
 
-@pytest.mark.parametrize("answer", ["n", "no", "false", "N", "No"])
-def test_a_persons_no_keeps_the_file(humans, answer):
-    term = Terminal(humans, "remover", "victim")
+@pytest.mark.parametrize("answer,tool", [
+    ("n", "remover"), ("no", "remover"), ("false", "remover"),
+    ("N", "remover"), ("No", "remover"), ("no", "remover-sh")])
+def test_a_persons_no_keeps_the_file(humans, answer, tool):
+    term = Terminal(humans, tool, "victim")
     shown = term.expect("[y/n]")
     # The request says what is approved, by whom, for how long.
-    assert "remover asks a person to approve" in shown
-    assert "command: acor remover victim" in shown
+    assert f"{tool} asks a person to approve" in shown
+    assert f"command: acor {tool} victim" in shown
     assert "reason:  Delete victim?" in shown
     assert "valid for this call only" in shown
     term.type(answer)
     code = term.finish()
     assert (humans.root / "victim").read_text() == "precious"
-    assert "kept victim" in term.text
+    assert "kept victim" in term.text, term.text
     assert code == 0
     assert term.text.count("[y/n]") == 1  # asked once
 
 
-@pytest.mark.parametrize("answer", ["y", "yes"])
-def test_a_persons_yes_deletes_it(humans, answer):
-    term = Terminal(humans, "remover", "victim")
+@pytest.mark.parametrize("answer,tool", [("y", "remover"),
+                                         ("yes", "remover"),
+                                         ("y", "remover-sh")])
+def test_a_persons_yes_deletes_it(humans, answer, tool):
+    term = Terminal(humans, tool, "victim")
     term.expect("[y/n]")
     term.type(answer)
-    assert term.finish() == 0
+    assert term.finish() == 0, term.text
     assert not (humans.root / "victim").exists()
     assert "deleted victim" in term.text
     assert term.text.count("[y/n]") == 1
@@ -413,3 +443,36 @@ async def test_a_high_level_approval_is_never_taken_from_a_form(humans,
     assert not hasattr(seen[0], "requested_schema")
     assert (humans.root / "victim").exists()
     assert "deleted" not in _texts(result)
+
+
+# --- acor new and acor check -------------------------------------------------
+
+def test_acor_new_approval_makes_a_tool_that_waits_for_a_person(project):
+    made = acor(project, "new", "wipe", "--approval")
+    assert made.returncode == 0, made.stdout + made.stderr
+    folder = project.root / "tools" / "wipe"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["args"]["properties"]["yes"]["x-acor"] == {"human": True}
+    checked = acor(project, "check", "wipe")
+    assert checked.returncode == 0, checked.stdout
+    assert (folder / "sample.txt").exists()  # the example deleted nothing
+    tests = subprocess.run(
+        [str(Path(ACOR_SCRIPT).with_name("pytest")), "-q",
+         "-p", "no:cacheprovider", str(folder)], cwd=project.root,
+        env=project.env, capture_output=True, text=True, timeout=120)
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "4 passed" in tests.stdout
+
+
+@pytest.mark.parametrize("given", [{"path": "victim", "yes": True},
+                                   ["victim", "--yes"]])
+def test_acor_check_refuses_an_example_that_approves(humans, given):
+    folder = humans.root / "tools" / "remover"
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["examples"] = [{"args": given, "exit_code": 0}]
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    checked = acor(humans, "check", "remover")
+    assert checked.returncode != 0
+    assert "only a person may give" in checked.stdout
+    assert '"exit_code": 3' in checked.stdout  # the fix
+    assert (humans.root / "victim").exists()
