@@ -10,7 +10,8 @@ import argparse
 import math
 
 from .args import (HelpRequested, UsageError, checked_properties, flag_names,
-                   metavar, positionals, usage, value_problems)
+                   human_names, human_value, is_human, metavar, positionals,
+                   usage, value_problems)
 
 
 def _converter(prop):
@@ -131,16 +132,53 @@ def _choices(prop):
     return {"choices": prop["enum"]} if "enum" in prop else {}
 
 
-def parse(schema, argv, prog, description=None) -> argparse.Namespace:
+def parse(schema, argv, prog, description=None, human=None
+          ) -> argparse.Namespace:
     """Parse ``argv`` with ``schema``: a Namespace with one attribute per
     property (absent values are their defaults; an array flag not given is
-    its default or []). Raises UsageError or HelpRequested, never exits."""
+    its default or []). A human-only property takes its value from
+    ``human`` ({name: text}, what a person gave: see :mod:`acor.human`),
+    None when no person gave it. Raises UsageError or HelpRequested, never
+    exits."""
     parser = build(_RaisingParser, prog, schema, description, _Help)
-    values = parser.parse_args(list(argv))
+    try:
+        values = parser.parse_args(list(argv))
+    except UsageError as wrong:
+        given = _human_flag(schema, argv)
+        if given is not None:
+            raise UsageError(
+                f"{given!r} cannot be given on the command line: only a "
+                "person may give it (an approval or a secret). Run the "
+                "command without it at a terminal and acor asks the person",
+                wrong.usage) from None
+        raise
+    human = human or {}
     for name, prop in schema.get("properties", {}).items():
-        if prop["type"] == "array" and getattr(values, name) is None:
+        if is_human(prop):
+            value = None
+            if name in human:
+                value, problem = human_value(prop, human[name])
+                if problem is not None:
+                    raise UsageError(f"{name} (given by a person): {problem}",
+                                     parser.format_usage().strip())
+            setattr(values, name, value)
+        elif prop["type"] == "array" and getattr(values, name) is None:
             setattr(values, name, list(prop.get("default", [])))
     return values
+
+
+def _human_flag(schema, argv):
+    """The human-only argument ``argv`` tries to give as ``--name``, if
+    any: the usage error then says why it cannot be given so."""
+    names = {n.replace("_", "-") for n in human_names(schema)} | \
+        set(human_names(schema))
+    for word in argv:
+        if word == "--":
+            break
+        flag = word.split("=", 1)[0]
+        if flag.startswith("--") and flag[2:] in names:
+            return flag[2:]
+    return None
 
 
 def to_argparse(prog, schema) -> argparse.ArgumentParser:

@@ -27,6 +27,13 @@ and may hold ``"metavar"`` (how usage and help name the value, e.g.
 "COLUMN") and ``"hidden": true`` (an option people and agents are not
 shown: tests, demos); other ``x-acor`` keys are ignored.
 
+``"x-acor": {"human": true}`` (no position, no flag) marks an argument
+only a person may give: an approval, or with ``"secret": true`` a
+credential; ``"level": "high"`` asks that it be given only out of band
+(never through an MCP client's form). It is never on the command line and
+never in a call's values (:func:`validate` refuses it); the launcher
+passes what a person answered on its own channel (:mod:`acor.human`).
+
 :func:`validate` checks the values of a call (a dict, as from JSON);
 :func:`to_argv` turns valid values into an argv; :mod:`acor.argparsing`
 builds from a schema the parser :meth:`acor.AcorTool.parse_args` uses;
@@ -85,6 +92,10 @@ def schema_problems(schema) -> "list[str]":
     if not isinstance(required, list) or not all(
             isinstance(r, str) and r in props for r in required):
         problems.append("args.required must list property names")
+    else:
+        problems += [f"args.required: {r!r} is human-only: the tool asks "
+                     f"for it (input_needed) when no person gave it"
+                     for r in required if is_human(props[r])]
     positions, flags = {}, set()
     for name, prop in props.items():
         if not (isinstance(name, str) and name.isascii() and name.replace(
@@ -138,9 +149,15 @@ def _property_problems(path, prop):
         problems.append(f"{path}.enum must be a non-empty list")
     problems += _keyword_problems(path, prop, kind)
     where = prop.get("x-acor")
+    if isinstance(where, dict) and where.get("human") is not None:
+        return problems + _human_problems(path, prop, where)
+    if isinstance(where, dict) and ("secret" in where or "level" in where):
+        problems.append(f'{path}: x-acor "secret" and "level" are for a '
+                        f'human-only argument ("human": true)')
     if not isinstance(where, dict) or \
             ("position" in where) == ("flag" in where):
-        return problems + [f'{path}: x-acor needs "position" or "flag"']
+        return problems + [f'{path}: x-acor needs "position" or "flag"'
+                           f' (or "human": true: only a person gives it)']
     # Other x-acor keys are ignored: later versions may add some.
     for bound in ("minimum", "maximum"):
         if bound in prop and (isinstance(prop[bound], bool) or
@@ -160,6 +177,53 @@ def _property_problems(path, prop):
     if kind == "boolean" and prop.get("default", False) is not False:
         problems.append(f"{path}: a presence flag's default must be false")
     return problems
+
+
+LEVELS = ("standard", "high")
+
+
+def _human_problems(path, prop, where):
+    """A human-only argument: no place on the command line, a scalar,
+    no default (what no person gave is None)."""
+    problems = []
+    if where.get("human") is not True:
+        problems.append(f'{path}: x-acor "human" must be true')
+    if "position" in where or "flag" in where:
+        problems.append(f'{path}: a human-only argument has no "position" '
+                        f'or "flag": it never comes from the command line')
+    if prop.get("type") not in SCALARS:
+        problems.append(f"{path}.type must be one of {', '.join(SCALARS)} "
+                        f"for a human-only argument")
+    if "default" in prop:
+        problems.append(f"{path}: a human-only argument has no default "
+                        f"(what no person gave is None)")
+    if where.get("secret") not in (None, True, False):
+        problems.append(f'{path}: x-acor "secret" must be true or false')
+    elif where.get("secret") and prop.get("type") != "string":
+        problems.append(f'{path}: a secret must be a string')
+    if where.get("level", "standard") not in LEVELS:
+        problems.append(f'{path}: x-acor "level" must be "standard" or '
+                        f'"high"')
+    for bound in ("minimum", "maximum"):
+        if bound in prop and (isinstance(prop[bound], bool) or
+                              not isinstance(prop[bound], (int, float))):
+            problems.append(f"{path}.{bound} must be a number")
+    return problems
+
+
+def is_human(prop) -> bool:
+    """Whether property ``prop`` is given only by a person."""
+    where = prop.get("x-acor") if isinstance(prop, dict) else None
+    return isinstance(where, dict) and where.get("human") is True
+
+
+def human_names(schema) -> "list[str]":
+    """The human-only arguments of ``schema`` (any dict: [] when it has
+    none or is not a schema)."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return []
+    return [n for n, p in props.items() if is_human(p)]
 
 
 # The keywords each type gives a meaning to (beyond type, description,
@@ -240,15 +304,16 @@ def flag_names(props):
 
 
 def public_schema(schema) -> dict:
-    """The schema as people and agents see it: no ``x-acor`` keys and no
-    hidden properties. ``schema`` is one :func:`schema_problems` accepts,
-    so ``x-acor`` can only be a key of a property or of its ``items``; the
-    result is new down to those dicts, and shares the values below them
-    (``enum``, ``default``) with ``schema``."""
+    """The schema as people and agents see it: no ``x-acor`` keys, no
+    hidden properties and no human-only ones (no caller may give them).
+    ``schema`` is one :func:`schema_problems` accepts, so ``x-acor`` can
+    only be a key of a property or of its ``items``; the result is new
+    down to those dicts, and shares the values below them (``enum``,
+    ``default``) with ``schema``."""
     props = schema.get("properties", {})
     hidden = {n for n, p in props.items()
               if isinstance(p, dict) and isinstance(p.get("x-acor"), dict)
-              and p["x-acor"].get("hidden")}
+              and (p["x-acor"].get("hidden") or is_human(p))}
     public = dict(schema)
     if "properties" in schema:
         public["properties"] = {n: _public_property(p)
@@ -336,13 +401,42 @@ def validate(schema, values) -> "list[str]":
     problems = [f"{name}: is required" for name in schema.get("required", [])
                 if name not in values]
     for name, value in values.items():
-        if name in props:
+        if name in props and is_human(props[name]):
+            problems.append(f"{name}: {HUMAN_ONLY}")
+        elif name in props:
             problems += value_problems(name, props[name], value)
         elif schema.get("additionalProperties", True) is False:
             known = ", ".join(props) or "none"
             problems.append(f"{name}: is not an argument of this tool "
                             f"(arguments: {known})")
     return problems
+
+
+HUMAN_ONLY = ("only a person may give this (an approval or a secret): it "
+              "is never taken from the command line, acor call or MCP "
+              "arguments. Leave it out; acor asks a person when the tool "
+              "needs it")
+
+
+def human_value(prop, text):
+    """A value from the human channel (text) as its property's type:
+    (value, None), or (None, what is wrong)."""
+    kind = prop.get("type")
+    if kind == "boolean":
+        word = text.strip().lower()
+        if word in ("true", "y", "yes", "1"):
+            return True, None
+        if word in ("false", "n", "no", "0"):
+            return False, None
+        return None, f"must be a boolean, not {text!r}"
+    value = text
+    if kind in ("integer", "number"):
+        try:
+            value = int(text) if kind == "integer" else float(text)
+        except ValueError:
+            return None, f"must be {_A[kind]}, not {text!r}"
+    problems = value_problems("", prop, value)
+    return (None, problems[0][2:]) if problems else (value, None)
 
 
 def _text(prop, value):

@@ -243,14 +243,16 @@ class Result(Event):
     input_needed or timeout; ``next`` an argv to run next, or None;
     ``acor`` the version of acor that ran it; ``truncated`` whether the
     agent was shown less than the whole output (the output budget), whose
-    size, sha256 and file are ``bytes``, ``sha256`` and ``output_file``.
+    size, sha256 and file are ``bytes``, ``sha256`` and ``output_file``;
+    ``audience`` who must answer a run that ended input_needed ("agent",
+    or "human": only a person; then ``next`` is null), else null.
     The one definition of the result record: the JSON line,
     ``_meta["acor/result"]`` of an MCP call and a run's
     ``RunResult.to_dict`` are all this."""
 
     __slots__ = ("exit_code", "state", "error_code", "duration_ms", "tool",
                  "version", "argv", "session", "next", "acor", "truncated",
-                 "bytes", "sha256", "output_file")
+                 "bytes", "sha256", "output_file", "audience")
     type = "result"
 
     def __init__(self, exit_code: int, state: str,
@@ -260,7 +262,8 @@ class Result(Event):
                  next: list[str] | None = None,
                  acor: str | None = None, truncated: bool = False,
                  bytes: int | None = None, sha256: str | None = None,
-                 output_file: str | None = None) -> None:
+                 output_file: str | None = None,
+                 audience: str | None = None) -> None:
         self.exit_code = exit_code
         self.state = state
         self.error_code = error_code
@@ -277,3 +280,4 @@ class Result(Event):
         self.bytes = bytes
         self.sha256 = sha256
         self.output_file = output_file
+        self.audience = audience

@@ -112,6 +112,11 @@ class AcorTool(ProgressMixin, ResumableMixin):
         self._store: "Any" = None
         self._init_progress(progress_interval)
         forks.track(self)
+        if "ACOR_HUMAN_FD" in os.environ:
+            # What a person gave, taken now: a program the tool starts
+            # before parse_args() must not inherit the pipe.
+            from . import human
+            human.take()
 
     @property
     def state(self):
@@ -382,7 +387,12 @@ class AcorTool(ProgressMixin, ResumableMixin):
         ``--help`` writes the help as Output and ends the run Complete (exit
         0). A usage error is an Error ``E_USAGE`` with the usage in its
         details and ``next`` the tool's ``--help``, then Failed (exit 2).
-        Works before start() and inside the context manager."""
+        Works before start() and inside the context manager.
+
+        A human-only argument (``"x-acor": {"human": true}``) is what a
+        person answered, passed by the launcher on its own channel, never
+        on ``argv`` (:mod:`acor.human`); None when no person gave it: ask
+        with ``input_needed(..., fields={name: ...}, audience="human")``."""
         from . import args  # argparse: only tools that parse pay for it
         if schema is None:
             schema = self._manifest_data().get("args")
@@ -393,11 +403,12 @@ class AcorTool(ProgressMixin, ResumableMixin):
                     f"(see acor.args), or parse_args(schema=...)")
         argv = sys.argv[1:] if argv is None else list(argv)
         description = self._manifest_data().get("description")
-        from . import argparsing
+        from . import argparsing, human
         try:
             return argparsing.parse(schema, argv, " ".join(self.command()),
                                     description if isinstance(description,
-                                                              str) else None)
+                                                              str) else None,
+                                    human=human.take())
         except args.HelpRequested as asked:
             self.start().output(asked.text.rstrip("\n")).stop()
             raise SystemExit(exitcodes.OK) from None

@@ -86,11 +86,15 @@ def _acor_warm_start():
 @pytest.fixture
 def acor_run(_acor_warm_start):
     """Run a tool through acor: ``acor_run(name, *argv, args=None,
-    timeout=None, cwd=None)`` returns its RunResult. ``name`` is a tool's
-    name or the path of its folder; ``args`` a dict of values checked
-    against the tool's args schema and turned into the argv."""
+    timeout=None, cwd=None, human=None)`` returns its RunResult. ``name``
+    is a tool's name or the path of its folder; ``args`` a dict of values
+    checked against the tool's args schema and turned into the argv;
+    ``human`` what a person answered for its human-only arguments
+    (``{"yes": True}``), passed on their own channel as acor passes a
+    person's answers: the test plays the person."""
 
-    def run_tool(name, *argv, args=None, timeout=None, cwd=None):
+    def run_tool(name, *argv, args=None, timeout=None, cwd=None,
+                 human=None):
         if args is not None and argv:
             raise TypeError("acor_run takes an argv or args=, not both")
         from acor.cli.run.launch import run
@@ -109,6 +113,7 @@ def acor_run(_acor_warm_start):
             if not isinstance(argv, list):
                 return _usage_result(tool, argv)
         return run(tool, [os.fspath(a) for a in argv], registry=registry,
-                   cwd=cwd, timeout=timeout, warm=_acor_warm_start)
+                   cwd=cwd, timeout=timeout, warm=_acor_warm_start,
+                   human=human)
 
     return run_tool

@@ -33,10 +33,12 @@ class FakeRun:
         self.behaviours = behaviours
         self.calls = []
         self.cancels = []
+        self.human = []  # what each run got on its human channel
 
     def __call__(self, tool, argv, *, registry=None, timeout=None, sink=None,
-                 cancel=None, keep_events=True):
+                 cancel=None, keep_events=True, person=False, human=None):
         self.calls.append((tool.name, list(argv), timeout))
+        self.human.append(human)
         self.cancels.append(cancel)
 
         def emit(*events):

@@ -150,7 +150,7 @@ def test_the_result_line_acor_writes_validates():
               "argv": ["data.csv"], "session": None,
               "next": ["acor", "--timeout", "4", "csvprofile", "data.csv"],
               "acor": "0.2.0", "truncated": False, "bytes": None,
-              "sha256": None, "output_file": None,
+              "sha256": None, "output_file": None, "audience": None,
               "v": 1, "seq": 9, "time": 1.5}
     assert errors(record) == []
 

@@ -336,7 +336,9 @@ async def test_input_needed_is_asked_and_the_run_resumed(mode):
     assert [argv for _, argv, _ in run.calls] == [
         ["--", "Ada"], ["--times", "3", "--", "Ada"]]
     (question,) = asked
-    assert question.message == "greet needs input: Which times?"
+    assert question.message.splitlines() == [
+        "greet needs input:", "  tool:    greet 1.0.0",
+        "  command: acor greet -- Ada", "  reason:  Which times?"]
     assert question.requested_schema == {
         "type": "object", "required": ["times"],
         "properties": {"times": {"type": "integer", "minimum": 1,
@@ -357,7 +359,8 @@ async def test_2026_request_state_is_sealed_and_bound_to_the_call():
         assert isinstance(first, types.InputRequiredResult)
         state = first.request_state
         assert "times" not in state and "s-1" not in state  # encrypted
-        answers = {"acor_input": types.ElicitResult(
+        assert list(first.input_requests) == ["times"]  # the tool's name
+        answers = {"times": types.ElicitResult(
             action="accept", content={"times": 2})}
         with pytest.raises(MCPError, match="Invalid or expired"):
             await client.session.call_tool(  # other arguments: refused
@@ -404,7 +407,7 @@ async def test_a_question_for_a_person_is_never_answered_by_the_server(mode):
         unanswered = await client.call_tool("greet", {"name": "Ada"})
 
     async def decline(ctx, params):
-        assert "(Only a person may answer this.)" in params.message
+        assert "Only a person may answer this." in params.message
         return types.ElicitResult(action="decline")
     async with Client(server, mode=mode,
                       elicitation_callback=decline) as client:
@@ -707,10 +710,10 @@ async def _scenario(client, asked, tmp_path):
     # the second for a person; the session the tool opened carries over.
     greeted = await client.call_tool("asker", {"target": "prod"})
     assert texts(greeted) == ["3 x hello prod (greet-7)"]
-    assert [q.message for q in asked] == [
-        "asker needs input: How many greetings?",
-        "asker needs input: Greet production?\n(Only a person may answer "
-        "this.)"]
+    assert [q.message.splitlines()[3] for q in asked] == [
+        "  reason:  How many greetings?", "  reason:  Greet production?"]
+    assert "Only a person may answer this." in asked[1].message
+    assert "Only a person" not in asked[0].message
     assert asked[0].requested_schema["properties"]["count"] == {
         "type": "integer", "minimum": 1, "description": "How many"}
 

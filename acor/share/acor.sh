@@ -31,7 +31,13 @@
 #   acor_fail CODE MESSAGE [RECOVERY [DETAILS [NEXT...]]]
 #                                       error, Failed, exit 1
 #                                       (exit 2 for E_USAGE)
-#   acor_input_needed MESSAGE           Input Needed, exit 3
+#   acor_input_needed MESSAGE [FIELDS_JSON [AUDIENCE]]
+#                                       Input Needed, exit 3; FIELDS_JSON:
+#                                       one line, e.g. '{"yes": {"type":
+#                                       "boolean"}}'; AUDIENCE: agent|human
+#   acor_human NAME                     prints what a person gave for the
+#                                       human-only argument NAME (returns 1
+#                                       when no person gave it)
 #   acor_json_string TEXT               prints TEXT as a JSON string
 #
 # The EXIT trap ends a run the script left running: Complete on exit
@@ -55,6 +61,22 @@ if [ -z "$acor__token" ]; then
     acor__token=${ACOR_FRAME_TOKEN:-}
 fi
 unset ACOR_FRAME_FD ACOR_FRAME_TOKEN
+
+# What a person gave for the tool's human-only arguments (docs/protocol.md,
+# "Human-only arguments"): NAME=VALUE lines, percent-encoded, on a pipe the
+# launcher names in ACOR_HUMAN_FD. Read once, the descriptor closed and the
+# variable removed, so programs the script runs inherit neither.
+acor__human=""
+if [ -n "${ACOR_HUMAN_FD:-}" ]; then
+    case $ACOR_HUMAN_FD in
+        *[!0-9]*|[012]) ;;
+        *) if [ -p "/dev/fd/$ACOR_HUMAN_FD" ]; then
+               acor__human=$(head -c 32768 <&"$ACOR_HUMAN_FD" 2>/dev/null)
+               eval "exec $ACOR_HUMAN_FD<&-"
+           fi ;;
+    esac
+fi
+unset ACOR_HUMAN_FD
 case $acor__token in
     *[!0-9A-Za-z]*) acor__token="" ;;  # not a token the launcher makes
 esac
@@ -389,11 +411,48 @@ acor_fail() {
 }
 
 acor_input_needed() {
+    local message=$1 fields=${2-} audience=${3:-agent} body=""
     acor__running acor_input_needed || return 1
+    case $audience in
+        agent|human) ;;
+        *) acor__warn "acor_input_needed: the audience must be agent or human, not '$audience'"
+           return 1 ;;
+    esac
+    if [[ $fields == *[$'\n\r']* ]] || { [ -n "$fields" ] && [[ $fields != \{*\} ]]; }; then
+        acor__warn "acor_input_needed: FIELDS_JSON must be one line of JSON, an object: {\"name\": {\"type\": \"string\"}}"
+        return 1
+    fi
     acor__flush_directives
-    acor__text_section "Input Needed" "$1"
+    if [ "$audience" != agent ]; then
+        acor__field Audience "$audience"; body+=$'\n'$acor__r
+    fi
+    if [ -n "$fields" ]; then
+        acor__field Fields "$fields"; body+=$'\n'$acor__r
+    fi
+    if [ -n "$message" ]; then
+        acor__escape_text "$message"
+        message=$acor__r
+    fi
+    if [ -n "$body" ]; then
+        acor__write "## Input Needed"$'\n'"${message:+$message$'\n\n'}${body#$'\n'}"$'\n\n'
+    else
+        acor__text_section "Input Needed" "$1"
+    fi
     acor__state=input_needed
     exit 3
+}
+
+acor_human() {  # NAME -> the value a person gave, percent-decoded
+    local line value
+    while IFS= read -r line; do
+        if [ "${line%%=*}" = "$1" ] && [[ $line == *=* ]]; then
+            value=${line#*=}
+            value=${value//\\/\\\\}
+            printf '%b' "${value//%/\\x}"
+            return 0
+        fi
+    done <<< "$acor__human"
+    return 1
 }
 
 acor_json_string() {

@@ -46,6 +46,21 @@ def example_argv(spec, example: dict) -> list[str]:
     return call_argv(spec, args)
 
 
+def human_given(spec, example: dict) -> list[str]:
+    """The human-only arguments an example tries to give (by name in an
+    object, as ``--name`` in a list)."""
+    from acor.args import human_names
+    names = human_names(spec.args_schema)
+    args = example.get("args")
+    if isinstance(args, dict):
+        return [n for n in names if n in args]
+    flags = {f"--{n}": n for n in names} | \
+        {f"--{n.replace('_', '-')}": n for n in names}
+    words = args if isinstance(args, list) else []
+    return sorted({flags[w.split("=", 1)[0]] for w in words
+                   if isinstance(w, str) and w.split("=", 1)[0] in flags})
+
+
 def check(target: Target) -> dict:
     """Check ``target``; the report as a dict (see ``--json``)."""
     report = {"tool": target.name, "manifest": target.manifest_path,
@@ -80,6 +95,19 @@ def check(target: Target) -> dict:
             '"examples": [{"args": [...], "exit_code": 0}]')
     from acor.cli.errors import UsageError
     for index, example in enumerate(examples):
+        given = human_given(target.spec, example)
+        if given:
+            names = ", ".join(repr(n) for n in given)
+            found.append(Violation(
+                f"manifest.examples[{index}].args",
+                f"the example gives {names}, which only a person may give "
+                "(\"x-acor\": {\"human\": true}): acor refuses it from "
+                "any caller, so the example can never run as written",
+                f"Remove {names} from the example. An example runs without "
+                "a person, so it shows the tool asking: \"exit_code\": 3, "
+                "\"events\": [\"input_needed\"]. Test a person's answer "
+                "with acor_run(..., human={...}) in the tool's tests."))
+            continue
         try:
             argv = example_argv(target.spec, example)
         except UsageError as exc:

@@ -104,7 +104,8 @@ def _schema_violation(error) -> Violation:
         return Violation(where, "x-acor must say how the value reaches the "
                          "command line", 'Write {"position": 0} for a '
                          'positional argument or {"flag": "--name"} for an '
-                         'option (add "repeat": true for a list).')
+                         'option (add "repeat": true for a list), or '
+                         '{"human": true} for one only a person may give.')
     if kind == "type":
         return Violation(where, f"must be {_a(detail)}, not "
                          f"{_json_type(error.instance)}",

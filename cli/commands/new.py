@@ -6,6 +6,9 @@ own: ``manifest.json`` (with an ``args`` schema and ``examples``),
 ``sample.txt`` for the examples and ``test_NAME.py`` (the ``acor_run``
 fixture). It passes ``acor check NAME`` and its own tests unedited.
 
+With ``--approval``: a tool folder whose dangerous step waits for a
+person (an argument only a person may give), with its tests.
+
 With ``--wrap``: a wrapper manifest ``NAME.json`` for a plain program.
 
 Nothing is overwritten; the next commands are printed.
@@ -187,6 +190,136 @@ def test_a_wrong_call_is_a_usage_error(acor_run):
 '''
 
 
+def _approval_manifest(name: str) -> dict:
+    return {
+        "name": name,
+        "version": "0.1.0",
+        "description": "Delete a file, once a person approves",
+        "entry": "cli.py",
+        "args": {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string",
+                         "description": "The file to delete",
+                         "x-acor": {"position": 0}},
+                # Only a person gives it: never the command line, acor
+                # call or MCP arguments. "level": "high" would keep it
+                # out of MCP clients' forms too.
+                "yes": {"type": "boolean",
+                        "description": "Delete it for good",
+                        "x-acor": {"human": True}},
+            },
+            "required": ["path"],
+            "additionalProperties": False,
+        },
+        "examples": [
+            {"description": "Without a person to approve, it asks and "
+                            "deletes nothing",
+             "args": {"path": "sample.txt"}, "exit_code": 3,
+             "events": ["input_needed"]},
+        ],
+        "annotations": {"readOnlyHint": False, "destructiveHint": True,
+                        "idempotentHint": False, "openWorldHint": False},
+    }
+
+
+_APPROVAL_CLI = '''\
+"""{name}: delete a file, once a person approves.
+
+Made by `acor new {name} --approval`: a tool whose one dangerous step
+waits for a person. Its argument "yes" is marked in manifest.json as one
+only a person may give ("x-acor": {{"human": true}}): acor never takes it
+from the command line, from `acor call` or from MCP arguments. When it is
+missing, the tool asks (input_needed, audience "human"); acor asks the
+person at a terminal, or an MCP client's user, and runs the tool again
+with their answer. An agent that cannot ask a person is told to hand the
+command to one.
+
+    acor {name} sample.txt       # asks you, at a terminal
+"""
+
+import os
+
+from acor import AcorTool
+
+
+def main():
+    with AcorTool() as tool:
+        args = tool.parse_args()
+        if not os.path.isfile(args.path):
+            tool.fail("E_FILE_NOT_FOUND", f"No such file: {{args.path}}",
+                      recovery="Check the path, then run it again.")
+        if args.yes is None:  # no person has answered yet
+            tool.input_needed(
+                f"Delete {{args.path}} ({{os.path.getsize(args.path)}} "
+                "bytes)? It cannot be undone.",
+                fields={{"yes": {{"type": "boolean",
+                                 "description": "Delete it for good"}}}},
+                audience="human")
+        if not args.yes:
+            tool.output(f"Kept {{args.path}}: the person said no.")
+            return
+        os.remove(args.path)
+        tool.output(f"Deleted {{args.path}}.")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+_APPROVAL_TEST = '''\
+"""Tests for {name}: the test plays the person (acor_run's human=)."""
+
+import shutil
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().parent
+
+
+def copy(tmp_path):
+    shutil.copy(TOOL / "sample.txt", tmp_path / "doomed.txt")
+    return tmp_path / "doomed.txt"
+
+
+def test_without_a_person_it_asks_and_deletes_nothing(acor_run, tmp_path):
+    doomed = copy(tmp_path)
+    result = acor_run(TOOL, str(doomed))
+    assert result.state == "input_needed" and result.exit_code == 3
+    assert result.audience == "human" and result.next is None
+    assert doomed.exists()
+
+
+def test_a_persons_no_keeps_the_file(acor_run, tmp_path):
+    doomed = copy(tmp_path)
+    result = acor_run(TOOL, str(doomed), human={{"yes": False}})
+    assert result.exit_code == 0 and doomed.exists()
+
+
+def test_a_persons_yes_deletes_it(acor_run, tmp_path):
+    doomed = copy(tmp_path)
+    result = acor_run(TOOL, str(doomed), human={{"yes": True}})
+    assert result.exit_code == 0 and not doomed.exists()
+
+
+def test_an_agent_cannot_approve(acor_run, tmp_path):
+    doomed = copy(tmp_path)
+    result = acor_run(TOOL, str(doomed), "--yes")
+    assert result.exit_code == 2 and doomed.exists()
+'''
+
+
+def approval_files(name: str) -> dict[str, str]:
+    """The files of a new tool that asks a person before it acts."""
+    return {
+        "manifest.json": json.dumps(_approval_manifest(name), indent=2)
+        + "\n",
+        "cli.py": _APPROVAL_CLI.format(name=name),
+        "sample.txt": SAMPLE,
+        f"test_{name.replace('-', '_')}.py": _APPROVAL_TEST.format(
+            name=name),
+    }
+
+
 def tool_files(name: str) -> dict[str, str]:
     """The files of a new tool folder: relative path -> text."""
     data = SAMPLE.encode()
@@ -233,11 +366,19 @@ def _refuse(title: str, recovery: str) -> int:
 @click.option("--wrap", metavar='"PROGRAM ARGS..."',
               help="Write a wrapper manifest for this plain program "
                    "instead of a tool folder.")
-def new_command(name: str, directory: str | None, wrap: str | None) -> int:
+@click.option("--approval", is_flag=True,
+              help="A tool whose dangerous step waits for a person's "
+                   "approval (an argument only a person may give).")
+def new_command(name: str, directory: str | None, wrap: str | None,
+                approval: bool = False) -> int:
     """Create tool NAME: a working tool folder (manifest with args and
     examples, cli.py, a test) or, with --wrap, a wrapper manifest. Nothing
     is overwritten."""
     problem = name_problem(name)
+    if approval and wrap is not None:
+        return _refuse("--approval and --wrap do not go together: a wrapped "
+                       "program cannot read a person's answer",
+                       f"Run `acor new {name} --approval` for a tool folder.")
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
@@ -277,7 +418,8 @@ def new_command(name: str, directory: str | None, wrap: str | None) -> int:
                        "example will fail until it is.")
     else:
         os.mkdir(target)
-        for rel, text in tool_files(name).items():
+        files = approval_files(name) if approval else tool_files(name)
+        for rel, text in files.items():
             _write(os.path.join(target, rel), text)
         click.echo(f"Created {_shown(target)}/: manifest.json (name, args, "
                    "examples), cli.py, sample.txt and "

@@ -1,25 +1,33 @@
 """Input Needed at a terminal: ask the person, then run again.
 
 When a run ends with ``## Input Needed`` that names its ``fields`` and
-acor's rich view is on a terminal, acor asks for each field (typed,
-with its description, default and choices) and runs the ``next`` command
-with the answers in place of its ``<NAME>`` placeholders. ``--no-input``
-turns this off; so does a stdin that is not a terminal. A question for a
-person (``audience: human``) is exactly what this is for.
+acor's rich view is on a terminal, acor shows the request (the tool, the
+exact command, the tool's reason: :mod:`acor.cli.human.approval`) and asks
+for each field once (typed; a secret with hidden input), then runs the
+same command again with the answers: an argument the command line carries
+is put in its place (a boolean answered no is left out), an argument only
+a person may give goes on its own channel (:mod:`acor.human`), never on
+the command line. What the person answers is what the tool gets: ``n``,
+``no`` and ``false`` are false. Ctrl-C or Ctrl-D at a question refuses:
+the run ends there and the tool is not run again. ``--no-input`` turns
+asking off; so does a stdin that is not a terminal.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 
+from acor.cli.human.approval import (APPROVAL_TTL, Field, field_prompt,
+                                     fields_of, request_lines)
 from acor.cli.run.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
+    from typing import Callable
+
     from acor.cli.run.result import RunResult
     from acor.cli.signals import EarlySignals
-
-MAX_ROUNDS = 5  # a tool that asks again and again is not looping acor
 
 
 def run_and_ask(name: str, args: list[str], options: dict,
@@ -27,58 +35,158 @@ def run_and_ask(name: str, args: list[str], options: dict,
     """``acor NAME ARGS``: run the tool (:func:`run_named`); when it ends
     Input Needed in the rich view at a terminal, ask and run it again.
     Returns the exit code."""
-    result, fmt = run_named(name, args, options, words, early)
-    if fmt == "rich" and result.state == "input_needed" and \
-            not options.get("no_input"):
+    person = not options.get("no_input") and sys.stdin.isatty()
+    result, fmt = run_named(name, args, options, words, early, person=person)
+    if fmt == "rich" and person and result.state == "input_needed":
         return ask_and_rerun(
-            result, name,
-            lambda again: run_named(name, again, options, words, early)[0])
+            result, name, args,
+            lambda again, human: run_named(name, again, options, words,
+                                           early, person=True,
+                                           human=human)[0])
     return result.exit_code
 
 
-def ask_and_rerun(result: RunResult, name: str, rerun) -> int:
-    """Ask for the fields ``result`` names and ``rerun(args)`` with the
-    answers, until the tool asks no more; the last exit code."""
+def ask_and_rerun(result: RunResult, name: str, args: list[str],
+                  rerun: Callable[[list[str], dict], RunResult]) -> int:
+    """Ask for the fields ``result`` names and ``rerun(argv, human)`` with
+    the answers, each field asked once; the last exit code."""
     import click  # only a person at a terminal waits for it
-    rounds = 0
-    while (result.state == "input_needed" and result.fields and
-           result.next and sys.stdin.isatty() and rounds < MAX_ROUNDS):
-        rounds += 1
-        try:
-            answers = {field: _ask(field, spec)
-                       for field, spec in result.fields.items()}
-        except (click.Abort, EOFError):
+    asked: set[str] = set()
+    while result.state == "input_needed" and result.fields:
+        fields = fields_of(result.fields, result.args_schema)
+        again = [f.name for f in fields if f.name in asked]
+        if again:
+            _say(f"{name} asked again for {', '.join(again)}, already "
+                 "answered in this run: not asking twice. The run ends "
+                 "here.")
             return result.exit_code
-        argv = fill(result.next, answers)
-        if argv[:1] != ["acor"] or name not in argv:
-            return result.exit_code  # a next command that is not a rerun
-        result = rerun(argv[argv.index(name) + 1:])
+        for line in request_lines(name, result.version,
+                                  ["acor", name, *args], result.message or "",
+                                  fields, result.audience):
+            click.echo(line)
+        shown = time.monotonic()
+        try:
+            answers = {f.name: _ask(f) for f in fields}
+        except (click.Abort, EOFError, KeyboardInterrupt):
+            _say(f"Not answered: {name} was not run again, and nothing "
+                 "was approved.")
+            return result.exit_code
+        if time.monotonic() - shown > APPROVAL_TTL:
+            _say(f"The request expired ({APPROVAL_TTL // 60} minutes): "
+                 f"{name} was not run again. Run the command again to be "
+                 "asked anew.")
+            return result.exit_code
+        asked.update(answers)
+        human = {f.name: answers[f.name] for f in fields if f.human}
+        args = with_answers(fill(_rerun_args(result, name, args, fields),
+                                 answers), fields, answers)
+        result = rerun(args, human)
     return result.exit_code
+
+
+def _rerun_args(result: RunResult, name: str, args: list[str],
+                fields: list[Field]) -> list[str]:
+    """The arguments to run again with: the tool's own ``next`` when it
+    runs this tool again (``acor ... NAME ...``), else the same ones. A
+    word of the tool's ``next`` that would give a human-only argument
+    (``--yes``) is dropped: what the person answered is what counts."""
+    argv = result.asked_next or []
+    if argv[:1] != ["acor"] or name not in argv:
+        return list(args)
+    given = {"--" + spelling for f in fields if f.human
+             for spelling in (f.name, f.name.replace("_", "-"))}
+    return [word for word in argv[argv.index(name) + 1:]
+            if word.split("=", 1)[0] not in given]
 
 
 def fill(argv: list[str], answers: dict) -> list[str]:
-    """``argv`` with each ``<NAME>`` placeholder replaced by its answer; a
-    boolean answered no drops the flag before it."""
+    """``argv`` with each ``<NAME>`` placeholder replaced by its answer
+    (booleans and flags are placed by :func:`with_answers`)."""
     filled: list[str] = []
     for word in argv:
         key = word[1:-1].lower() if word.startswith("<") and \
             word.endswith(">") else None
-        if key is not None and key in answers:
+        if key is not None and key in answers and \
+                not isinstance(answers[key], bool):
             filled.append(str(answers[key]))
         else:
             filled.append(word)
     return filled
 
 
-def _ask(field: str, spec) -> object:
+def with_answers(args: list[str], fields: list[Field], answers: dict
+                 ) -> list[str]:
+    """``args`` with each answer a command-line argument carries: a flag
+    and its value (a boolean: the flag, or nothing for false), in front of
+    the ``--`` that starts positional values; a field the command line
+    cannot carry (human-only, or not an argument of the tool) is not
+    added. The same flag given before is replaced."""
+    head, tail = (args[:args.index("--")], args[args.index("--"):]) \
+        if "--" in args else (list(args), [])
+    for field in fields:
+        if field.human or not field.flag or field.name not in answers:
+            continue
+        head = _without(head, field.flag, field.kind == "boolean")
+        value = answers[field.name]
+        if field.kind == "boolean":
+            head += [field.flag] if value else []
+        else:
+            text = str(value)
+            head += [f"{field.flag}={text}"] if text.startswith("-") else \
+                [field.flag, text]
+    return head + tail
+
+
+def _without(words: list[str], flag: str, presence: bool) -> list[str]:
+    kept, i = [], 0
+    while i < len(words):
+        word = words[i]
+        if word == flag:
+            i += 1 if presence else 2
+            continue
+        if word.startswith(flag + "="):
+            i += 1
+            continue
+        kept.append(word)
+        i += 1
+    return kept
+
+
+def _say(text: str) -> None:
     import click
-    spec = spec if isinstance(spec, dict) else {}
-    kind = spec.get("type", "string")
-    prompt = field + (f" ({spec['description']})" if spec.get("description")
-                      else "")
-    if "enum" in spec:
-        choice = click.Choice([str(v) for v in spec["enum"]])
-        return click.prompt(prompt, type=choice, default=spec.get("default"))
-    types = {"integer": int, "number": float, "boolean": bool}
-    return click.prompt(prompt, type=types.get(kind, str),
-                        default=spec.get("default"))
+    click.echo(text, err=True)
+
+
+def _ask(field: Field) -> object:
+    import click
+    prop = field.prop
+    prompt = field_prompt(field)
+    if field.kind == "boolean":
+        return click.prompt(prompt + " [y/n]", type=click.BOOL,
+                            show_choices=False)
+    if "enum" in prop and isinstance(prop["enum"], list):
+        choices = [str(v) for v in prop["enum"]]
+        answer = click.prompt(prompt, type=click.Choice(choices),
+                              default=prop.get("default"))
+        return next(v for v in prop["enum"] if str(v) == answer)
+    types = {"integer": int, "number": float}
+    kind = types.get(field.kind, str)
+    while True:
+        value = click.prompt(prompt, type=kind, hide_input=field.secret,
+                             default=None if field.secret or field.human
+                             else prop.get("default"),
+                             show_default=not field.secret)
+        problem = _problem(prop, value)
+        if problem is None:
+            return value
+        click.echo(f"  {problem}", err=True)
+
+
+def _problem(prop: dict, value: object) -> str | None:
+    from acor.args import value_problems
+    clean = {k: v for k, v in prop.items()
+             if k in ("type", "enum", "minimum", "maximum")}
+    if clean.get("type") not in ("string", "integer", "number", "boolean"):
+        return None
+    problems = value_problems("", clean, value)
+    return problems[0][2:] if problems else None

@@ -25,6 +25,8 @@ arguments is answered by the client, never by this server:
 
 import json
 import os
+import secrets
+import time
 
 import anyio
 import mcp_types as types
@@ -32,7 +34,10 @@ from mcp.shared.exceptions import MCPError
 
 from acor.events import InputNeeded
 
+from acor.cli.human.approval import (APPROVAL_TTL, fields_of, for_person,
+                                     request_lines)
 from acor.cli.mcp import results as results
+from acor.cli.mcp.pages import Pages
 from acor.cli.arguments import call_argv
 from acor.cli.errors import UsageError
 from acor.cli.output.formats import write_stderr
@@ -42,7 +47,6 @@ from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.signals import Cancel
 
 MAX_ROUNDS = 5        # questions one call may ask before giving up
-INPUT_KEY = "acor_input"
 STATE_VERSION = 1
 CONCURRENT_RUNS = 64  # tools running at once; further calls wait their turn
 _ELICIT_TYPES = ("string", "integer", "number", "boolean")
@@ -66,6 +70,8 @@ class CallHandler:
         # Not anyio's default limiter: a run holds its thread for the whole
         # run, and the transport's reads and writes must never wait behind.
         self._limiter = anyio.CapacityLimiter(CONCURRENT_RUNS)
+        self._used: set[str] = set()  # requestStates already answered
+        self.pages = Pages()
 
     async def __call__(self, ctx, params: types.CallToolRequestParams):
         registry = await anyio.to_thread.run_sync(self.catalog.registry)
@@ -91,20 +97,37 @@ class CallHandler:
         arguments = dict(params.arguments or {})
         state = _read_state(params.request_state)
         answers = dict(state["answers"]) if state else {}
+        human = dict(state.get("human") or {}) if state else {}
+        asked = set(state.get("asked") or ()) if state else set()
         session = state.get("session") if state else None
         rounds = state["round"] if state else 0
         if state is not None:
-            answer = _elicited(params.input_responses)
-            if answer is None or answer.action != "accept":
-                return _declined(spec.name, state, answer)
-            answers.update(_answers(answer, state["fields"]))
+            self._fresh(state)
+            fields = fields_of(state["specs"], schema)
+            if state.get("page"):
+                # The client's answer first: a person who declined to open
+                # the page has refused, and nothing waits for the page.
+                answer = _elicited(params.input_responses, state["key"])
+                if answer is None or answer.action != "accept":
+                    self.pages.close_id(state["page"])
+                    return _declined(spec.name, state, answer)
+                got = await self._page_answer(state["page"])
+                if got is None:
+                    return _declined(spec.name, state, None, page=True)
+            else:
+                answer = _elicited(params.input_responses, state["key"])
+                if answer is None or answer.action != "accept":
+                    return _declined(spec.name, state, answer)
+                got = _answers(answer, state["fields"])
+            _split(got, fields, answers, human)
         while True:
             try:
                 argv = call_argv(spec, _merge(arguments, answers, session,
                                               schema))
             except UsageError as exc:
                 return results.usage_result(spec.name, exc)
-            result = await self._run(spec, argv, registry, relay)
+            result = await self._run(spec, argv, registry, relay, human)
+            human = {}  # what a person answered is for that one run
             reply = results.call_result(
                 result, protocol_version=ctx.protocol_version,
                 cwd=_run_cwd(spec, registry))
@@ -112,29 +135,96 @@ class CallHandler:
             if needed is None:
                 return reply
             session = result.session or session
-            form = _form(needed, schema)
-            how = _how_to_ask(ctx) if form is not None else None
+            fields = fields_of(needed.fields, schema)
+            person = for_person(fields, needed.audience)
+            command = ["acor", spec.name, *argv]
+            again = [f.name for f in fields if f.name in asked]
+            if again:
+                return _with_text(reply, (
+                    f"The tool asked again for {', '.join(again)}, already "
+                    "answered in this call: not asked twice. The call ends "
+                    "here."))
+            out_of_band = any(f.out_of_band for f in fields)
+            form = None if out_of_band else _form(fields, schema)
+            how = _how_to_ask(ctx, url=out_of_band) \
+                if out_of_band or form is not None else None
             if how is None or rounds >= MAX_ROUNDS:
-                reason = (f"(asked {rounds} times in this call already)"
-                          if how is not None else None)
                 return _with_text(reply, results.input_needed_text(
-                    spec.name, needed, arguments if schema else None, reason))
+                    spec.name, needed, arguments if schema else None,
+                    person=person, command=command,
+                    out_of_band=out_of_band))
             rounds += 1
-            if how == "mrtr":
-                return _input_required(spec.name, needed, form, {
-                    "v": STATE_VERSION, "tool": spec.name,
-                    "fields": list(needed.fields), "answers": answers,
-                    "session": session, "round": rounds,
-                    "audience": needed.audience})
-            answer = await ctx.session.elicit_form(
-                _question(spec.name, needed), form,
-                related_request_id=ctx.request_id)
-            if answer.action != "accept":
-                return _with_text(reply, _declined_text(answer.action))
-            answers.update(_answers(answer, list(needed.fields)))
+            asked |= {f.name for f in fields}
+            lines = request_lines(spec.name, spec.version, command,
+                                  needed.message, fields, needed.audience)
+            base_state = {
+                "v": STATE_VERSION, "tool": spec.name,
+                "fields": [f.name for f in fields], "specs": needed.fields,
+                "answers": answers, "session": session, "round": rounds,
+                "audience": "human" if person else "agent",
+                "asked": sorted(asked), "command": command,
+                "expires": time.time() + APPROVAL_TTL,
+                "nonce": secrets.token_hex(12)}
+            if out_of_band:
+                page = self.pages.open(lines, fields)
+                message = _url_message(lines)
+                if how == "mrtr":
+                    return _input_required_url(
+                        fields, message, page.url,
+                        {**base_state, "page": page.id,
+                         "key": _key(fields)})
+                answer = await ctx.session.elicit_url(
+                    message, page.url, page.id,
+                    related_request_id=ctx.request_id)
+                if answer.action != "accept":
+                    self.pages.close(page)
+                    return _with_text(reply, _declined_text(answer.action))
+                got = await self.pages.wait(page)
+                try:
+                    await ctx.session.send_elicit_complete(
+                        page.id, related_request_id=ctx.request_id)
+                except Exception:  # the notice is a courtesy
+                    pass
+                if got is None:
+                    return _with_text(reply, _refused_text())
+            else:
+                if how == "mrtr":
+                    return _input_required(
+                        fields, "\n".join(lines), form,
+                        {**base_state, "human": human,
+                         "key": _key(fields)})
+                answer = await ctx.session.elicit_form(
+                    "\n".join(lines), form,
+                    related_request_id=ctx.request_id)
+                if answer.action != "accept":
+                    return _with_text(reply, _declined_text(answer.action))
+                got = _answers(answer, [f.name for f in fields])
+            _split(got, fields, answers, human)
 
-    async def _run(self, spec, argv, registry, relay):
-        """Run the tool in a worker thread; a cancelled request stops it."""
+    def _fresh(self, state: dict) -> None:
+        """A retry's state: unexpired, and used once (an answer approves
+        one call, not every replay of it)."""
+        if not isinstance(state.get("expires"), (int, float)) or \
+                time.time() > state["expires"]:
+            raise MCPError(types.INVALID_PARAMS, (
+                "This request has expired (an answer is valid for "
+                f"{APPROVAL_TTL // 60} minutes): call the tool again"))
+        nonce = state.get("nonce")
+        if not isinstance(nonce, str) or nonce in self._used:
+            raise MCPError(types.INVALID_PARAMS, (
+                "This request was already answered: an answer is for one "
+                "call only. Call the tool again"))
+        self._used.add(nonce)
+
+    async def _page_answer(self, page_id):
+        page = self.pages.get(page_id)
+        if page is None:
+            return None
+        return await self.pages.wait(page)
+
+    async def _run(self, spec, argv, registry, relay, human=None):
+        """Run the tool in a worker thread; a cancelled request stops it.
+        ``human``: what a person answered, on the tool's own channel."""
         cancel = Cancel()
         finished = False
         sink = _Sink(relay)
@@ -146,7 +236,8 @@ class CallHandler:
             # gigabytes costs the server the budget, not the gigabytes.
             result = self._run_tool(spec, argv, registry=registry,
                                     timeout=self.timeout, sink=budgeted,
-                                    cancel=cancel, keep_events=False)
+                                    cancel=cancel, keep_events=False,
+                                    person=True, human=human or None)
             if result.events is None:
                 result.events = sink.events
             return result
@@ -234,9 +325,23 @@ def _read_state(request_state: str | None) -> dict | None:
     return state
 
 
-def _elicited(responses):
-    answer = (responses or {}).get(INPUT_KEY)
+def _key(fields) -> str:
+    """The key of a question in ``inputRequests``: the names the tool
+    declared for its fields (one question per field set)."""
+    return ",".join(f.name for f in fields)
+
+
+def _elicited(responses, key):
+    answer = (responses or {}).get(key)
     return answer if isinstance(answer, types.ElicitResult) else None
+
+
+def _split(got: dict, fields, answers: dict, human: dict) -> None:
+    """A person's answers: those only a person may give go on the tool's
+    own channel (``human``), the others into its arguments."""
+    only_human = {f.name for f in fields if f.human}
+    for name, value in got.items():
+        (human if name in only_human else answers)[name] = value
 
 
 def _answers(answer, fields) -> dict:
@@ -269,58 +374,73 @@ def _input_needed(result):
     return found[-1] if found else None
 
 
-def _form(needed, schema) -> dict | None:
-    """The elicitation form for ``needed.fields``, or None when they cannot
-    be asked for: no fields, a tool without a schema to merge answers into,
+def _form(fields, schema) -> dict | None:
+    """The elicitation form for ``fields``, or None when they cannot be
+    asked for: no fields, a tool without a schema to merge answers into,
     a field that is not one of its arguments, or one a form cannot hold."""
-    fields = needed.fields or {}
     if not fields or schema is None:
         return None
     known = schema.get("properties", {})
     properties, required = {}, []
-    for name, prop in fields.items():
-        kind = prop.get("type", "string")
-        if name not in known or kind not in _ELICIT_TYPES:
+    for field in fields:
+        prop, kind = field.prop, field.kind
+        if field.name not in known or kind not in _ELICIT_TYPES:
             return None
-        properties[name] = {key: prop[key] for key in _ELICIT_KEYS[kind]
-                            if key in prop}
-        properties[name]["type"] = kind
+        properties[field.name] = {key: prop[key]
+                                  for key in _ELICIT_KEYS[kind]
+                                  if key in prop}
+        properties[field.name]["type"] = kind
         if "default" not in prop:
-            required.append(name)
+            required.append(field.name)
     return {"type": "object", "properties": properties, "required": required}
 
 
-def _how_to_ask(ctx) -> str | None:
-    """"mrtr", "elicit", or None when this client cannot be asked."""
+def _how_to_ask(ctx, url: bool = False) -> str | None:
+    """"mrtr", "elicit", or None when this client cannot be asked: in
+    form mode, or in URL mode (``url``: a secret, a high level)."""
     caps = ctx.session.client_capabilities
     elicitation = caps.elicitation if caps is not None else None
+    if elicitation is None:
+        return None
+    if url:
+        if elicitation.url is None:
+            return None
     # An empty elicitation capability means form mode (pre-2025-11-25).
-    if elicitation is None or (elicitation.form is None and
-                               elicitation.url is not None):
+    elif elicitation.form is None and elicitation.url is not None:
         return None
     if ctx.protocol_version in MODERN_VERSIONS:
         return "mrtr"
     return "elicit" if ctx.session.can_send_request else None
 
 
-def _question(tool: str, needed) -> str:
-    text = f"{tool} needs input: {needed.message}"
-    if needed.audience == "human":
-        text += "\n(Only a person may answer this.)"
-    return text
+def _url_message(lines: list[str]) -> str:
+    return ("\n".join(lines) + "\nOpen the page to answer (on this "
+            "machine, once, within " + str(APPROVAL_TTL // 60) +
+            " minutes); nothing you type there passes through this client.")
 
 
-def _input_required(tool, needed, form, state) -> types.InputRequiredResult:
+def _input_required(fields, message, form, state
+                    ) -> types.InputRequiredResult:
     ask = types.ElicitRequest(params=types.ElicitRequestFormParams(
-        message=_question(tool, needed), requested_schema=form))
+        message=message, requested_schema=form))
     return types.InputRequiredResult(
-        input_requests={INPUT_KEY: ask},
+        input_requests={_key(fields): ask},
         request_state=json.dumps(state, separators=(",", ":")))
 
 
-def _declined(tool, state, answer) -> dict:
+def _input_required_url(fields, message, url, state
+                        ) -> types.InputRequiredResult:
+    ask = types.ElicitRequest(params=types.ElicitRequestURLParams(
+        message=message, url=url))
+    return types.InputRequiredResult(
+        input_requests={_key(fields): ask},
+        request_state=json.dumps(state, separators=(",", ":")))
+
+
+def _declined(tool, state, answer, page=False) -> dict:
     """A retry whose form was declined, dismissed or not answered."""
-    lines = [_declined_text(answer.action if answer is not None else None),
+    lines = [_refused_text() if page else
+             _declined_text(answer.action if answer is not None else None),
              f"The tool '{tool}' still needs: {', '.join(state['fields'])}."]
     if state.get("audience") == "human":
         lines.append("Only a person may answer this: do not answer it "
@@ -337,6 +457,11 @@ def _declined_text(action: str | None) -> str:
     word = "declined" if action == "decline" else "dismissed"
     return (f"The question was {word}; the tool was not run again and has "
             "not finished.")
+
+
+def _refused_text() -> str:
+    return ("The person refused on the page, or did not answer in time: "
+            "nothing was approved and the tool was not run again.")
 
 
 def _with_text(reply: dict, extra: str) -> dict:

@@ -213,17 +213,29 @@ def usage_result(tool: str, error) -> dict:
 
 
 def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,
-                      reason: str | None = None) -> str:
+                      reason: str | None = None, *, person: bool = False,
+                      command: list[str] | None = None,
+                      out_of_band: bool = False) -> str:
     """What the tool needs, from whom, and the exact call to make next.
     ``arguments`` is None for a tool without an args schema (the launcher's
-    ``next`` command is given instead)."""
+    ``next`` command is given instead). A question only a person may
+    answer (``person``) has no next call: the text says to hand
+    ``command`` to a person, who runs it in a terminal."""
     lines = [f"Input needed: {needed.message}"]
     if reason:
         lines.append(reason)
-    if needed.audience == "human":
+    if person or needed.audience == "human":
+        why = (" It is a secret or a high-level approval, which is never "
+               "asked through a client's form, and this client cannot open "
+               "a page for it (URL-mode elicitation)." if out_of_band else
+               " This client cannot ask its user (elicitation).")
         lines.append("Only a person may answer this (an approval or a "
-                     "credential): ask the user, and never answer it "
-                     "yourself.")
+                     "credential): never answer it yourself, and do not "
+                     "look for another way to do it." + why)
+        if command:
+            lines.append("Ask the user to run this in their terminal, "
+                         "where acor asks them: " + shlex.join(command))
+        return "\n".join(lines)
     fields = needed.fields or {}
     if fields:
         lines.append("Fields:")

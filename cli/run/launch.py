@@ -77,7 +77,8 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
         handle_signals: bool = False, reap_orphans: bool = False,
         keep_events: bool = True,
         command: Optional[Sequence[str]] = None,
-        warm: Optional[WarmStarter] = None) -> RunResult:
+        warm: Optional[WarmStarter] = None,
+        human: Optional[dict] = None, person: bool = False) -> RunResult:
     """Run ``tool`` (a name, discovered as ``acor list`` does, or a
     :class:`cli.manifest.ToolSpec`) with ``argv`` and return its result.
 
@@ -89,7 +90,12 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     ``reap_orphans`` (adopt and end escaped daemons) are for the ``acor``
     command only: both act on the whole process. ``warm`` (a
     :class:`acor.cli.run.warm.WarmStarter`) forks an eligible Python tool
-    from its server instead of starting an interpreter.
+    from its server instead of starting an interpreter. ``human`` holds
+    what a person answered for the tool's human-only arguments: passed on
+    a pipe of its own (:mod:`acor.human`), never on the command line.
+    ``person``: the caller will ask a person for what the tool needs (the
+    rich view at a terminal, the MCP server); otherwise a question only a
+    person may answer tells the agent to hand the command to a person.
     """
     started = time.monotonic()
     name = tool if isinstance(tool, str) else tool.name
@@ -105,12 +111,13 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     config = registry.config if registry is not None else None
     policy = _Policy(spec, config, command, list(argv), timeout, idle_timeout)
     policy.collector = collector
+    collector.policy, collector.person = policy, person
     own_cancel = cancel is None
     cancel = Cancel() if cancel is None else cancel
     previous = _install_signals(cancel) if handle_signals else None
     try:
         return _run_spec(spec, policy, collector, cancel, cwd, env,
-                         inherit_stdin, reap_orphans, started, warm)
+                         inherit_stdin, reap_orphans, started, warm, human)
     finally:
         if previous is not None:
             _restore_signals(previous)
@@ -138,7 +145,7 @@ def _resolve(tool, registry, config_path, cwd, argv, command):
 
 
 def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
-              reap_orphans, started, warm=None) -> RunResult:
+              reap_orphans, started, warm=None, human=None) -> RunResult:
     protocol: AcorProtocol | WrappedProtocol
     if spec.kind == "wrapped":
         from acor.cli.run.protocols import WrappedProtocol
@@ -164,9 +171,16 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
             if word == "{project_python}" else word
             for word in spec.argv] + policy.args
     run_env = policy.environment(env, protocol.env())
+    pass_fds = protocol.pass_fds()
+    human_fd = None
+    if human:
+        from acor import human as channel
+        human_fd = channel.pipe(human)
+        run_env[channel.FD_VAR] = str(human_fd)
+        pass_fds = (*pass_fds, human_fd)
     try:
         proc = _spawn(warm, spec, argv, cwd=policy.cwd(cwd), env=run_env,
-                      pass_fds=protocol.pass_fds(),
+                      pass_fds=pass_fds,
                       inherit_stdin=inherit_stdin and bool(spec.stdin),
                       alone=alone)
     except OSError as exc:
@@ -177,6 +191,9 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
             "Check the manifest's entry or command: it must exist and be "
             "executable.", ["acor", "show", spec.name]), exitcodes.FAILED,
             started)
+    finally:
+        if human_fd is not None:  # the tool holds its copy, or never ran
+            os.close(human_fd)
     protocol.spawned()
     # From here on the tool starts up (tens of ms for a Python tool) while
     # acor imports and builds what relaying needs: the relay loop, the
@@ -274,6 +291,9 @@ class _Policy:
         env = os.environ.copy()
         env["ACOR_SH"] = ACOR_SH
         env.update(extra or {})
+        # Only this launcher names a human channel, and only for answers a
+        # person gave in this run (see _run_spec): never one inherited.
+        env.pop("ACOR_HUMAN_FD", None)
         if self.config is not None and self.spec.kind == "acor":
             # Only for tools that keep sessions through acor: a wrapped
             # program (the project's test suite) keeps its own environment.
@@ -301,6 +321,23 @@ class _Policy:
             i += 1
         for key, value in options.items():
             argv += ["--" + key.replace("_", "-"), value]
+        return argv + [self.spec.name] + self.args
+
+    def person_command(self) -> list[str]:
+        """The command a person runs at a terminal to be asked: this
+        run's, without the options that would keep acor from asking."""
+        argv, words, i = [self.command[0]], self.command[1:], 0
+        while i < len(words):
+            word = words[i]
+            if word == "--no-input":
+                i += 1
+            elif word == "--format":
+                i += 2
+            elif word.startswith("--format="):
+                i += 1
+            else:
+                argv.append(word)
+                i += 1
         return argv + [self.spec.name] + self.args
 
     def stop_error(self, kind: str, seconds: float) -> Error:

@@ -17,12 +17,15 @@ if TYPE_CHECKING:
 
 
 def run_named(name: str, args: list[str], options: dict, words: list[str],
-              early: EarlySignals) -> tuple[RunResult, str]:
+              early: EarlySignals, person: bool = False,
+              human: dict | None = None) -> tuple[RunResult, str]:
     """Find ``name``, run it with ``args`` and return its result and the
     format it was relayed in; ``options`` are the global options (format,
     timeouts, config), ``words`` how they were given, and ``early`` the
     signals caught before the run began (a Ctrl-C while acor was still
-    starting cancels the run)."""
+    starting cancels the run). ``person``: a person at this terminal will
+    be asked what the tool needs (the rich view); ``human``: what a person
+    answered, for the tool's human-only arguments."""
     from acor.cli.discovery.config import ConfigError
     from acor.cli.discovery.registry import load_registry
     try:
@@ -47,7 +50,8 @@ def run_named(name: str, args: list[str], options: dict, words: list[str],
                      idle_timeout=options.get("idle_timeout"), sink=sink,
                      cancel=cancel, inherit_stdin=True, handle_signals=True,
                      reap_orphans=True, keep_events=False,
-                     command=["acor", *words])
+                     command=["acor", *words], human=human,
+                     person=person and fmt == "rich")
     finally:
         early.cancel = None
         cancel.close()

@@ -28,7 +28,8 @@ class RunResult:
     __slots__ = ("exit_code", "state", "error_code", "events", "data",
                  "errors", "stderr", "duration", "tool", "version", "argv",
                  "session", "next", "fields", "audience", "tool_exit_code",
-                 "truncated", "output_bytes", "output_sha256", "output_file")
+                 "truncated", "output_bytes", "output_sha256", "output_file",
+                 "message", "asked_next", "args_schema")
     exit_code: int
     state: str
     error_code: Optional[str]
@@ -53,6 +54,12 @@ class RunResult:
     output_bytes: Optional[int]
     output_sha256: Optional[str]
     output_file: Optional[str]
+    # What Input Needed said and the next command it gave (``next`` above
+    # is None for a question only a person may answer), and the tool's
+    # argument schema: what the rich view and the MCP server ask with.
+    message: Optional[str]
+    asked_next: Optional[list[str]]
+    args_schema: Optional[dict]
 
     def __init__(self, *, exit_code: int, state: str, tool: str,
                  argv: list[str], duration: float = 0.0,
@@ -84,6 +91,9 @@ class RunResult:
         self.output_bytes = None
         self.output_sha256 = None
         self.output_file = None
+        self.message = None
+        self.asked_next = None
+        self.args_schema = None
 
     def of(self, kind: Union[str, type[Event]]) -> list[Event]:
         """The events of one type, by class or by type name."""
@@ -101,7 +111,9 @@ class RunResult:
                       self.argv, self.session, self.next,
                       truncated=self.truncated, bytes=self.output_bytes,
                       sha256=self.output_sha256,
-                      output_file=self.output_file)
+                      output_file=self.output_file,
+                      audience=self.audience if self.state ==
+                      "input_needed" else None)
 
     def to_dict(self) -> dict:
         return self.record().to_dict()
@@ -127,6 +139,12 @@ class Collector:
         self.next: Optional[list[str]] = None
         self.fields: Optional[dict] = None
         self.audience = "agent"
+        self.message: Optional[str] = None
+        self.asked_next: Optional[list[str]] = None
+        # Set by the runner: the run's policy, and whether its caller asks
+        # a person what the tool needs (the rich view, the MCP server).
+        self.policy: Any = None  # a launch._Policy (no import: a cycle)
+        self.person = False
         self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
 
@@ -139,9 +157,7 @@ class Collector:
             self.errors.append(event)
             self.next = event.next
         elif isinstance(event, InputNeeded):
-            self.next = event.next
-            self.fields = event.fields
-            self.audience = event.audience
+            event = self._input_needed(event)
         elif isinstance(event, OutputData):
             self.data = event.data
         elif isinstance(event, Session):
@@ -150,6 +166,31 @@ class Collector:
             import time  # already loaded: the relay's
             self.progress = (event.percent, time.monotonic())
         self.sink.emit(event)
+
+    def _input_needed(self, event: InputNeeded) -> InputNeeded:
+        """Remember the question. One only a person may answer (the tool
+        says so, or it names an argument only a person may give) has no
+        ``next`` an agent could run to answer it; when no person will be
+        asked here, it tells the agent to hand the command to a person."""
+        self.fields, self.message = event.fields, event.message
+        self.next = self.asked_next = event.next
+        schema = getattr(getattr(self.policy, "spec", None), "args_schema",
+                         None)
+        from acor.args import human_names
+        if event.audience == "human" or \
+                set(human_names(schema)) & set(event.fields or ()):
+            self.next = None
+            event = InputNeeded(event.message, event.fields, "human", None)
+            if not self.person and self.policy is not None:
+                import shlex
+                event.message += (
+                    "\n\nacor: only a person may answer this. Do not answer "
+                    "it yourself, and do not look for another way to do it: "
+                    "ask the user to run this in their terminal, where acor "
+                    "asks them: "
+                    + shlex.join(self.policy.person_command()))
+        self.audience = event.audience
+        return event
 
     def due(self) -> Optional[float]:
         return self.sink.due()
@@ -181,7 +222,8 @@ class Collector:
     def finish(self, exit_code: int, state: str, duration: float,
                policy) -> RunResult:
         next_argv = self.next
-        if next_argv is None and policy is not None:
+        if next_argv is None and policy is not None and \
+                self.audience != "human":
             next_argv = _next_command(policy, state, self.session,
                                       self.fields)
         result = RunResult(
@@ -193,6 +235,9 @@ class Collector:
             duration=duration, tool=self.tool, version=self.version,
             argv=self.argv, session=self.session, next=next_argv,
             fields=self.fields, audience=self.audience)
+        result.message, result.asked_next = self.message, self.asked_next
+        result.args_schema = getattr(getattr(policy, "spec", None),
+                                     "args_schema", None) or None
         finish = getattr(self.sink, "result", None)
         if finish is not None:
             finish(result)
@@ -221,6 +266,8 @@ def _placeholders(spec, fields: dict) -> list[str]:
     words: list[str] = []
     for name, field in fields.items():
         mapping = (properties.get(name) or {}).get("x-acor") or {}
+        if mapping.get("human"):
+            continue  # never on a command line
         is_flag = isinstance(field, dict) and field.get("type") == "boolean"
         if "position" in mapping:
             words.append(f"<{name.upper()}>")
