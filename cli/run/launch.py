@@ -48,6 +48,8 @@ __all__ = ["Cancel", "RunResult", "run"]
 # The bash helper of this acor, for tools written in bash (`. "$ACOR_SH"`).
 ACOR_SH = os.path.join(os.path.dirname(os.path.abspath(exitcodes.__file__)),
                        "share", "acor.sh")
+# Its JavaScript twin, for tools written for Node (`import(ACOR_MJS)`).
+ACOR_MJS = os.path.join(os.path.dirname(ACOR_SH), "acor.mjs")
 
 
 class _CallbackSink:
@@ -290,6 +292,7 @@ class _Policy:
     def environment(self, extra: Optional[dict], protocol_env: dict) -> dict:
         env = os.environ.copy()
         env["ACOR_SH"] = ACOR_SH
+        env["ACOR_MJS"] = ACOR_MJS
         env.update(extra or {})
         # Only this launcher names a human channel, and only for answers a
         # person gave in this run (see _run_spec): never one inherited.
