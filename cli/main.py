@@ -44,6 +44,11 @@ def split_options(argv):
             words.append(arg)
             i += 1
             continue
+        if arg in ("--sandbox", "--no-sandbox"):
+            options["sandbox"] = "default" if arg == "--sandbox" else "off"
+            words.append(arg)
+            i += 1
+            continue
         if name not in _VALUED:
             break
         if not eq:

@@ -66,9 +66,13 @@ class AcorGroup(click.Group):
               help="Config file (default: .acor/config.yaml found upward).")
 @click.option("--no-input", is_flag=True, help="On a terminal, do not ask "
               "for what a tool's Input Needed names; just end (exit 3).")
+@click.option("--sandbox/--no-sandbox", "sandbox", default=None,
+              help="--sandbox: a default box (write the project and temp, "
+                   "no network) for tools that declare none; --no-sandbox: "
+                   "run without any, even a declared one.")
 @click.version_option(__version__, prog_name="acor")
 @click.pass_context
-def cli(ctx, fmt, timeout, idle_timeout, config, no_input):
+def cli(ctx, fmt, timeout, idle_timeout, config, no_input, sandbox):
     """acor: run command-line tools as a conversation an AI agent can read.
 
     Tools speak ACOR Markdown (## Status, ## Progress, ## Output Data, ...);
@@ -79,7 +83,9 @@ def cli(ctx, fmt, timeout, idle_timeout, config, no_input):
     """
     obj = ctx.ensure_object(dict)
     obj.update(format=fmt, config=config, timeout=timeout,
-               idle_timeout=idle_timeout)
+               idle_timeout=idle_timeout,
+               sandbox=None if sandbox is None else
+               "default" if sandbox else "off")
     if ctx.invoked_subcommand == "sessions":
         # Sessions live where the launcher tells tools to keep them.
         from acor.cli.discovery.config import ConfigError

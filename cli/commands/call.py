@@ -55,5 +55,9 @@ def call_command(ctx, tool, arguments):
                                    "config") if obj.get(k) is not None}
     words = [w for k, v in options.items()
              for w in ("--" + k.replace("_", "-"), str(v))]
+    if obj.get("sandbox") is not None:
+        options["sandbox"] = obj["sandbox"]
+        words.append("--sandbox" if obj["sandbox"] == "default" else
+                     "--no-sandbox")
     ctx.exit(run_and_ask(tool, argv, options, words,
                          obj.get("early") or EarlySignals()))

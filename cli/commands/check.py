@@ -144,15 +144,35 @@ class _Recorder:
         self.late_events.append(event)
 
 
+_DENIALS = ("Permission denied", "Operation not permitted",
+            "Network is unreachable", "Read-only file system")
+
+
+def _denial(result) -> str | None:
+    """The line of the tool's stderr or errors where the sandbox said no,
+    if any."""
+    texts = [result.stderr or ""] + [
+        f"{e.title} {e.details or ''}" for e in result.errors or []]
+    for text in texts:
+        for line in text.splitlines():
+            if any(word in line for word in _DENIALS):
+                from acor.cli.textsafe import printable
+                return printable(line.strip())[:300]
+    return None
+
+
 def run_example(target: Target, argv: list[str], example: dict,
                 index: int) -> tuple[dict, list[Violation]]:
     # the launcher proper: only once it runs
     from acor.cli.run.launch import run
     where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
     recorder = _Recorder()
+    # Sandboxed whatever the manifest says: acor check runs code from a
+    # repository that may not be trusted (write only a temp dir, no
+    # network).
     result = run(target.spec, argv, registry=target.registry,
                  cwd=target.folder, sink=recorder,
-                 command=["acor", "check"])
+                 command=["acor", "check"], sandbox="check")
     events = result.events or []  # the recorder keeps them all
     problems = stream_violations(
         events, where, tool_exit_code=result.tool_exit_code,
@@ -160,6 +180,15 @@ def run_example(target: Target, argv: list[str], example: dict,
         late=recorder.late_events)
     problems += expectation_violations(example, result.exit_code, events,
                                        where)
+    denied = _denial(result)
+    if problems and denied:
+        declared = target.spec.sandbox
+        problems.append(Violation(
+            where, f"the sandbox denied it: {denied}",
+            "acor check runs examples in a sandbox (write only a temp "
+            "dir, no network). Make the example write under $TMPDIR and "
+            "reach no network" + (", and fix \"sandbox\" in the manifest "
+            f"(it says {json.dumps(declared)})" if declared else "") + "."))
     outcome = {"example": index + 1, "argv": argv,
                "exit_code": result.exit_code, "state": result.state,
                "error_code": result.error_code,

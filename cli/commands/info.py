@@ -38,8 +38,24 @@ def tool_record(spec) -> dict:
     record = {"name": spec.name, "version": spec.version, "kind": spec.kind,
               "description": spec.description, "path": spec.path,
               "origin": spec.origin, "usage": spec.usage,
-              "args": spec.args_public, "annotations": spec.annotations}
+              "args": spec.args_public, "annotations": spec.annotations,
+              "sandbox": spec.sandbox}
     return record
+
+
+def sandbox_note(spec) -> str:
+    """The tool's sandbox, in one line for people."""
+    box = spec.sandbox
+    if box is None:
+        return "none declared (all your rights; `acor --sandbox` gives it " \
+            "a default box)"
+    from acor.cli.textsafe import printable
+    write = ", ".join(printable(p) for p in box.get("write") or []) or \
+        "nothing"
+    read = "anything" if box.get("read") is None else \
+        ", ".join(printable(p) for p in box["read"]) or "only what it runs on"
+    network = "yes" if box.get("network") else "no"
+    return f"write {write} (and its temp dir); read {read}; network {network}"
 
 
 @click.command("list")
@@ -107,11 +123,19 @@ def doctor_report(reg) -> dict:
             "tools_dirs": config.tools_dirs, "timeout": config.timeout,
             "state_dir": config.state_dir, "tools": len(reg.tools),
             "trusted": trusted_paths(),
+            "sandbox": _kernel_sandbox(reg.config),
             "warnings": warnings,
             "skipped": [s.to_dict() for s in reg.skipped],
             "shadowed": [{"name": s.name, "winner": s.winner_path,
                           "loser": s.loser_path, "override": s.override}
                          for s in reg.shadowed]}
+
+
+def _kernel_sandbox(config) -> dict:
+    """The config's sandbox mode and what this kernel offers a sandbox."""
+    from acor.cli.sandbox.kernel import offers
+    mode = config.sandbox or "as each manifest declares"
+    return {"mode": mode, **offers()}
 
 
 @click.command()
@@ -133,6 +157,12 @@ def doctor(ctx, as_json):
         click.echo(f"root:       {quote(data['root'])}")
         click.echo("tools dirs: " + ", ".join(map(quote, data["tools_dirs"])))
         click.echo(f"timeout:    {data['timeout']:g} s")
+        box = data["sandbox"]
+        click.echo(f"sandbox:    {box['mode']}; kernel: Landlock "
+                   + (f"ABI {box['landlock']}" if box["landlock"] else
+                      "missing")
+                   + ", network namespaces "
+                   + ("yes" if box["network"] else "missing"))
         if data["trusted"]:
             # Paths whose owner and permissions acor does not check.
             click.echo("trusted:    " + ", ".join(map(quote,
@@ -191,6 +221,7 @@ def show(ctx, tool, as_json):
     if usage:
         click.echo(f"  usage:   {printable(usage)}")
     click.echo(f"  framing: {framing_note(spec)}")
+    click.echo(f"  sandbox: {sandbox_note(spec)}")
     click.echo(f"\n{quote(spec.manifest_path)}:")
     # Split at line feeds only, then escape: str.splitlines() also breaks
     # at U+2028, U+2029, U+0085, VT, FF and \x1c-\x1e, which printable()

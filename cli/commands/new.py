@@ -85,6 +85,9 @@ def _manifest(name: str) -> dict:
         ],
         "annotations": {"readOnlyHint": True, "destructiveHint": False,
                         "idempotentHint": True, "openWorldHint": False},
+        # The least it needs, enforced by the kernel: it reads the file it
+        # is given and writes nothing (but its temp dir); no network.
+        "sandbox": {"write": [], "network": False},
     }
 
 
@@ -220,6 +223,8 @@ def _approval_manifest(name: str) -> dict:
         ],
         "annotations": {"readOnlyHint": False, "destructiveHint": True,
                         "idempotentHint": False, "openWorldHint": False},
+        # It deletes files in the project, nowhere else; no network.
+        "sandbox": {"write": ["."], "network": False},
     }
 
 
@@ -343,6 +348,9 @@ def wrapper_manifest(name: str, argv: list[str]) -> dict:
                  "[ARGS...]",
         "examples": [{"description": "Run it with no more arguments",
                       "args": [], "exit_code": 0}],
+        # Write the project only, no network: widen it if the program
+        # needs more ("network": true, more "write" paths).
+        "sandbox": {"write": ["."], "network": False},
     }
 
 

@@ -54,10 +54,11 @@ import time
 
 from acor._safefs import Folder, Unsafe
 
-FORMAT = 7  # 4: package and user tools dirs; specs with origin, args, usage;
+FORMAT = 8  # 4: package and user tools dirs; specs with origin, args, usage;
 # overrides of package tools. 5: marshal, tool folders not fingerprinted.
 # 6: specs say whether a tool may start warm. 7: signatures hold the owner;
-# the key, what the user trusts (cli.discovery.trust)
+# the key, what the user trusts (cli.discovery.trust). 8: specs and the
+# config carry the sandbox
 MAX_BYTES = 8 << 20
 # Racy-timestamp guard (as git does for its index): a file changed twice
 # within one filesystem timestamp tick, with the same size, would look

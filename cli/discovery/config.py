@@ -10,6 +10,8 @@ Every key is optional::
     progress_interval: 0.1   # coalesce piped progress faster than this
     state_dir: .acor/state   # where tools keep state between runs
     max_output: 32k          # bytes relayed to the agent per run (0: all)
+    sandbox: null            # default: a box for tools that declare none;
+                             # off: no sandbox at all (null: as declared)
 
 The project root is the directory holding ``.acor/``; an explicit config
 file elsewhere (``--config``, ``ACOR_CONFIG``) makes its own directory the
@@ -45,6 +47,7 @@ KEYS = {
     "progress_interval": (0.1, "0.1"),
     "state_dir": (os.path.join(".acor", "state"), ".acor/state"),
     "max_output": (32 * 1024, "32k"),
+    "sandbox": (None, "default"),
 }
 
 
@@ -84,7 +87,7 @@ class Config(Record):
 
     FIELDS = ("path", "root", "tools_dirs", "timeout", "idle_timeout",
              "format", "progress_interval", "state_dir", "warnings",
-             "max_output")
+             "max_output", "sandbox")
 
 
 def find_config(cwd, explicit=None):
@@ -200,6 +203,8 @@ def read_config(path, cwd):
         except ValueError:
             wrong("max_output", "a size in bytes: 0 (no limit), or from 4k "
                   "to 1 TiB (32768, 32k, 1M)", values["max_output"])
+    if values["sandbox"] not in (None, "default", "off"):
+        wrong("sandbox", "default or off (or null)", values["sandbox"])
     if not _path(values["state_dir"]):
         wrong("state_dir", "a directory path", values["state_dir"])
     dirs = values["tools_dirs"]
@@ -218,7 +223,7 @@ def read_config(path, cwd):
         timeout=values["timeout"], idle_timeout=values["idle_timeout"],
         format=values["format"], progress_interval=values["progress_interval"],
         state_dir=_absolute(values["state_dir"], root), warnings=warnings,
-        max_output=values["max_output"])
+        max_output=values["max_output"], sandbox=values["sandbox"])
 
 
 def _tools_dirs(items, root, path, lines, warnings):

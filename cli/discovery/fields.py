@@ -39,6 +39,11 @@ def _annotations(v) -> bool:
         for k, x in v.items())
 
 
+def _sandbox(value) -> bool:
+    from acor.cli.sandbox.policy import problems
+    return not problems(value)
+
+
 _NAME = "a lowercase name of 1-64 letters, digits, '-' or '_', starting " \
     "with a letter or digit (like \"my-tool\")"
 _VERSION = 'a non-empty string like "1.0.0"'
@@ -64,6 +69,9 @@ _COMMON = {
                     "openWorldHint)"),
     "cwd": (False, lambda v: v in ("project", "invocation"),
             '"project" or "invocation"'),
+    "sandbox": (False, _sandbox, 'an object like {"write": ["out"], '
+                '"read": ["data"], "network": false}: lists of paths, '
+                'relative to the project root, and true or false'),
 }
 # field -> (required, predicate, what it must be)
 ACOR_FIELDS = {

@@ -69,7 +69,8 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
         args_schema=data.get("args"), args_public=_public(data),
         stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
-        origin=origin, warm=data.get("warm", True))
+        origin=origin, warm=data.get("warm", True),
+        sandbox=data.get("sandbox"))
 
 
 def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
@@ -99,7 +100,7 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
         args_schema=data.get("args"), args_public=_public(data),
         stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
-        origin=origin, warm=False)
+        origin=origin, warm=False, sandbox=data.get("sandbox"))
 
 
 def _usage(data: dict):

@@ -269,6 +269,14 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code):
     _place(fds[1:], targets)
     os.chdir(request["cwd"])
     _set_environment(request["env"])
+    if request.get("sandbox") is not None:
+        from acor.cli.sandbox.enter import SandboxError, enter
+        try:
+            enter(request["sandbox"])
+        except SandboxError as exc:
+            sys.stderr.write(f"acor: cannot enter the sandbox: {exc}\n")
+            sys.stderr.flush()
+            os._exit(126)
     argv = request["argv"]
     entry = argv[0]
     sys.argv = list(argv)

@@ -80,7 +80,8 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
         keep_events: bool = True,
         command: Optional[Sequence[str]] = None,
         warm: Optional[WarmStarter] = None,
-        human: Optional[dict] = None, person: bool = False) -> RunResult:
+        human: Optional[dict] = None, person: bool = False,
+        sandbox: Optional[str] = None) -> RunResult:
     """Run ``tool`` (a name, discovered as ``acor list`` does, or a
     :class:`cli.manifest.ToolSpec`) with ``argv`` and return its result.
 
@@ -98,6 +99,10 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     ``person``: the caller will ask a person for what the tool needs (the
     rich view at a terminal, the MCP server); otherwise a question only a
     person may answer tells the agent to hand the command to a person.
+    ``sandbox``: "default" (a box for a tool that declares none), "off"
+    (none at all), "check" (write only a temp dir, no network, whatever
+    the manifest says: `acor check`), or None: the config's, else as the
+    manifest declares (:mod:`acor.cli.sandbox`).
     """
     started = time.monotonic()
     name = tool if isinstance(tool, str) else tool.name
@@ -119,7 +124,8 @@ def run(tool, argv: Sequence[str] = (), *, registry=None,
     previous = _install_signals(cancel) if handle_signals else None
     try:
         return _run_spec(spec, policy, collector, cancel, cwd, env,
-                         inherit_stdin, reap_orphans, started, warm, human)
+                         inherit_stdin, reap_orphans, started, warm, human,
+                         sandbox)
     finally:
         if previous is not None:
             _restore_signals(previous)
@@ -147,7 +153,8 @@ def _resolve(tool, registry, config_path, cwd, argv, command):
 
 
 def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
-              reap_orphans, started, warm=None, human=None) -> RunResult:
+              reap_orphans, started, warm=None, human=None,
+              sandbox=None) -> RunResult:
     protocol: AcorProtocol | WrappedProtocol
     if spec.kind == "wrapped":
         from acor.cli.run.protocols import WrappedProtocol
@@ -173,6 +180,17 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
             if word == "{project_python}" else word
             for word in spec.argv] + policy.args
     run_env = policy.environment(env, protocol.env())
+    box = None
+    declared = _declared_box(spec, policy.config, sandbox)
+    if declared is not None:
+        from acor.cli.sandbox import kernel
+        lacks = kernel.missing(declared)
+        if lacks:
+            protocol.spawned()
+            return _failed(collector, _sandbox_unavailable(spec, policy,
+                                                           lacks),
+                           exitcodes.FAILED, started)
+        box = _make_box(declared, spec, policy, cwd, run_env)
     pass_fds = protocol.pass_fds()
     human_fd = None
     if human:
@@ -184,8 +202,11 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         proc = _spawn(warm, spec, argv, cwd=policy.cwd(cwd), env=run_env,
                       pass_fds=pass_fds,
                       inherit_stdin=inherit_stdin and bool(spec.stdin),
-                      alone=alone)
+                      alone=alone,
+                      sandbox=None if box is None else box.to_request())
     except OSError as exc:
+        if box is not None:
+            _remove_tmpdir(run_env)
         protocol.spawned()
         return _failed(collector, Error(
             f"Cannot start tool '{spec.name}': {exc.strerror or exc}",
@@ -214,6 +235,8 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     finally:
         proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
                   reap_orphans)
+        if box is not None:
+            _remove_tmpdir(run_env)
     ending = relay.finish()
     result = collector.finish(ending.exit_code, ending.state,
                               time.monotonic() - started, policy)
@@ -259,6 +282,58 @@ def _spawn(warm, spec, argv, **how):
         except WarmStartUnavailable:
             pass  # the server is gone: this run starts cold
     return process.ToolProcess(argv, alone=alone, **how)
+
+
+# The box `acor check` runs examples in: code from a repository that may
+# not be trusted writes only a temp dir and reaches no network.
+CHECK_BOX = {"write": [], "network": False}
+
+
+def _declared_box(spec, config, mode: Optional[str]) -> Optional[dict]:
+    """The sandbox this run gets, as declared (None: none)."""
+    mode = mode or (config.sandbox if config is not None else None)
+    if mode == "off":
+        return None
+    if mode == "check":
+        read = (spec.sandbox or {}).get("read")
+        return dict(CHECK_BOX, **({"read": read} if read is not None
+                                  else {}))
+    if spec.sandbox is not None:
+        return spec.sandbox
+    if mode == "default":
+        from acor.cli.sandbox.policy import DEFAULT
+        return DEFAULT
+    return None
+
+
+def _make_box(declared, spec, policy, cwd, run_env):
+    """The resolved box, with the run's private TMPDIR made and named."""
+    import tempfile
+    from acor.cli.sandbox.policy import resolve
+    tmpdir = tempfile.mkdtemp(prefix=f"acor-{spec.name}-")
+    for name in ("TMPDIR", "TMP", "TEMP"):
+        run_env[name] = tmpdir
+    root = policy.config.root if policy.config is not None else \
+        os.path.abspath(policy.cwd(cwd) or os.getcwd())
+    tool_dir = spec.path if spec.kind == "acor" else None
+    return resolve(declared, root, tool_dir, tmpdir)
+
+
+def _remove_tmpdir(run_env) -> None:
+    import shutil
+    shutil.rmtree(run_env["TMPDIR"], ignore_errors=True)
+
+
+def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
+    """Fail closed: a declared sandbox this kernel cannot enforce."""
+    rerun = ["acor", "--no-sandbox", spec.name, *policy.args]
+    return Error(
+        f"Tool '{spec.name}' declares a sandbox this kernel cannot enforce",
+        "E_SANDBOX_UNAVAILABLE", "missing: " + "; ".join(lacks),
+        "The tool was not run. Run it on a kernel that offers these, or, "
+        "if you trust it to run with all your rights, without the sandbox: "
+        "`--no-sandbox` (below), or `sandbox: off` in .acor/config.yaml.",
+        rerun)
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:

@@ -51,6 +51,7 @@ def run_named(name: str, args: list[str], options: dict, words: list[str],
                      cancel=cancel, inherit_stdin=True, handle_signals=True,
                      reap_orphans=True, keep_events=False,
                      command=["acor", *words], human=human,
+                     sandbox=options.get("sandbox"),
                      person=person and fmt == "rich")
     finally:
         early.cancel = None

@@ -45,9 +45,26 @@ class ToolProcess:
 
     def __init__(self, argv: Sequence[str], *, cwd: Optional[str],
                  env: Mapping[str, str], pass_fds: Sequence[int] = (),
-                 inherit_stdin: bool = False, alone: bool = False) -> None:
+                 inherit_stdin: bool = False, alone: bool = False,
+                 sandbox: Optional[dict] = None) -> None:
         self.proc: Any
-        if alone and cwd is None and hasattr(os, "posix_spawn"):
+        if sandbox is not None:
+            # The child enters the sandbox between fork and exec, so that
+            # the tool's program and all it starts run inside it.
+            import subprocess
+            from acor.cli.sandbox.enter import enter
+            try:
+                self.proc = subprocess.Popen(
+                    list(argv),
+                    stdin=None if inherit_stdin else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                    env=dict(env), pass_fds=tuple(pass_fds),
+                    start_new_session=True, preexec_fn=lambda: enter(sandbox))
+            except subprocess.SubprocessError:
+                from acor.cli.sandbox.enter import SandboxError
+                raise SandboxError(1, "the tool's process could not enter "
+                                   "its sandbox") from None
+        elif alone and cwd is None and hasattr(os, "posix_spawn"):
             self.proc = _Spawned(argv, env, pass_fds, inherit_stdin)
         else:
             import subprocess

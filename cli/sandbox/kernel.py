@@ -1,0 +1,71 @@
+"""What this kernel offers a sandbox, probed once and cached per kernel
+release (a probe forks: about a millisecond; the cache makes it free)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+_memo: dict | None = None
+
+
+def offers() -> dict:
+    """{"landlock": ABI version (0: none), "network": bool (an
+    unprivileged user and network namespace can be made)}."""
+    global _memo
+    if _memo is not None:
+        return _memo
+    release = os.uname().release
+    path = _cache_path()
+    try:
+        with open(path, encoding="utf-8") as f:
+            cached = json.load(f)
+        if cached.get("release") == release:
+            _memo = {"landlock": int(cached["landlock"]),
+                     "network": bool(cached["network"])}
+            return _memo
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    from acor.cli.sandbox.enter import landlock_abi
+    _memo = {"landlock": landlock_abi(), "network": _namespaces_work()}
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump({"release": release, **_memo}, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass  # probed again next time
+    return _memo
+
+
+def _cache_path() -> str:
+    from acor.cli.discovery.cache import cache_dir
+    return os.path.join(cache_dir(), "sandbox.json")
+
+
+def _namespaces_work() -> bool:
+    pid = os.fork()
+    if pid == 0:  # the child tries, and says by its exit status
+        try:
+            from acor.cli.sandbox.enter import _no_network
+            _no_network()
+            os._exit(0)
+        except BaseException:
+            os._exit(1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def missing(box: dict, found: dict | None = None) -> list[str]:
+    """What ``box`` needs that this kernel does not offer ([]: none)."""
+    found = offers() if found is None else found
+    lacks = []
+    if found["landlock"] < 1:
+        lacks.append("Landlock (Linux 5.13 or later, enabled with "
+                     "lsm=landlock)")
+    if not box.get("network") and not found["network"]:
+        lacks.append("unprivileged user and network namespaces "
+                     "(kernel.unprivileged_userns_clone, or user.max_user_"
+                     "namespaces above 0)")
+    return lacks
