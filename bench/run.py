@@ -51,6 +51,8 @@ def rows(work, env):
                 lambda: progress.direct_sections(env)),
         measure("launcher overhead", 1.10, "x",
                 lambda: startup.launcher(env, project)),
+        measure("sandbox", 1.15, "x",
+                lambda: startup.sandboxed(env, project)),
     ]
     for fmt in ("markdown", "json"):
         results.append(measure(

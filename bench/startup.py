@@ -45,6 +45,22 @@ def launcher(env, project):
     return result
 
 
+def sandboxed(env, project):
+    """``acor --sandbox hello`` (the default box: Landlock and a network
+    namespace, entered between fork and exec) against ``acor hello``."""
+    rounds = scale(40, 6)
+    for argv in ([ACOR, "hello"], [ACOR, "--sandbox", "hello"]):
+        run_once(argv, env, project)  # warm the caches (kernel probe too)
+    a, b = alternate(
+        lambda: run_once([ACOR, "--sandbox", "hello"], env, project),
+        lambda: run_once([ACOR, "hello"], env, project), rounds)
+    result = ratio_result("sandbox", "`acor --sandbox hello` / `acor hello`",
+                          a, b, 1.15)
+    added = (sorted(a)[len(a) // 2] - sorted(b)[len(b) // 2]) * 1000
+    result.detail += f"; the box adds {added:.1f} ms a run"
+    return result
+
+
 def discovery(env, big, small):
     rounds = scale(20, 4)
     for root in (big, small):
