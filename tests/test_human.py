@@ -476,3 +476,20 @@ def test_acor_check_refuses_an_example_that_approves(humans, given):
     assert "only a person may give" in checked.stdout
     assert '"exit_code": 3' in checked.stdout  # the fix
     assert (humans.root / "victim").exists()
+
+
+def test_the_prompt_shows_a_tools_text_as_data(humans):
+    """Issue 20, item 7: field descriptions and the reason reach the
+    terminal without their escape sequences or bidi controls."""
+    hostile = "Delete\x1b]0;pwned\x07\x1b[2J\u202eevil it"
+    humans.add_tool("hostile", REMOVER.replace(
+        '"Delete it for good"', repr(hostile)).replace(
+        'f"Delete {args.path}?"', repr(hostile)), args=REMOVER_ARGS)
+    term = Terminal(humans, "hostile", "victim")
+    shown = term.expect("[y/n]")
+    term.type("n")
+    term.finish()
+    assert "\x1b]0;pwned" not in shown and "\x1b[2J" not in shown
+    assert "\u202e" not in shown
+    assert "\\u202eevil it" in shown  # the control made visible
+    assert (humans.root / "victim").exists()

@@ -427,6 +427,27 @@ def test_parse_command_turns_markdown_into_json_lines(project, tmp_path):
     assert piped.stdout == result.stdout
     missing = project.acor("parse", str(tmp_path / "nope.md"))
     assert missing.returncode == 2 and "E_FILE_NOT_FOUND" in missing.stdout
+    # No ending: truncated.
+    assert result.returncode == 2 and "truncated" in result.stderr
+
+
+@pytest.mark.parametrize("stream, code, said", [
+    ("## Status: Ready\n\n## Status: Complete\n\n", 0, ""),
+    ("## Status: Ready\n\n## Input Needed\nwhich?\n\n", 0, ""),
+    ("## Status: Ready\n\n## Error: x\n**Code**: E_X\n\n"
+     "## Status: Failed\n\n", 1, "shows a failure"),
+    ("## Status: Ready\n\n## Status: Cancelled\n\n", 1, "shows a failure"),
+    ("## Status: Ready\n\n## Progress: 5%\n\n", 2, "truncated"),
+    ("", 2, "truncated"),
+    ("## Status: Ready\n\n## Status: Complete\n\n## Output\nlate\n\n",
+     2, "malformed"),
+])
+def test_parse_exit_code_says_whether_the_stream_is_whole(project, stream,
+                                                          code, said):
+    done = project.acor("parse", "-", input=stream)
+    assert done.returncode == code, done.stderr
+    assert said in done.stderr
+    assert all(json.loads(line) for line in done.stdout.splitlines())
 
 
 def test_wrapped_program_gets_ready_output_progress_and_errors(project):

@@ -112,6 +112,9 @@ def test_writes_only_where_declared_and_its_temp_dir(boxed):
         done = acor(boxed, "probe", "write", target)
         assert done.returncode == 1, done.stdout
         assert "E_DENIED" in done.stdout and "PermissionError" in done.stdout
+        # The recovery names the box and the manifest field to change.
+        assert "This tool runs in a sandbox" in done.stdout
+        assert 'the "sandbox" field of' in done.stdout
     assert not home_file.exists() and not os.path.exists(shared)
     ok = acor(boxed, "probe", "write", "out/result.txt")
     assert ok.returncode == 0, ok.stdout + ok.stderr

@@ -108,6 +108,7 @@ LAYERS = (
               "acor.cli.signals", "acor.cli.package_data",
               "acor.cli.arguments")),
     ("output", ("acor.cli.output",)),
+    ("sandbox", ("acor.cli.sandbox",)),
     ("discovery", ("acor.cli.discovery",)),
     ("run", ("acor.cli.run",)),
     ("human", ("acor.cli.human",)),

@@ -101,10 +101,14 @@ def cli(ctx, fmt, timeout, idle_timeout, config, no_input, sandbox):
 @click.argument("source", default="-", required=False)
 def parse(source):
     """Read ACOR Markdown (FILE, or - for stdin) and print its events as
-    JSON lines."""
+    JSON lines. Exits 0 when the stream is whole (it ends complete or with
+    Input Needed), 1 when it shows a failure (it ends failed or cancelled),
+    2 when it is truncated (no ending) or malformed (sections after its
+    ending); stderr says which."""
     from acor.grammar import Parser
     from acor.jsonlines import dumps
     parser = Parser()
+    ending, after = None, 0
     try:
         stream = sys.stdin if source == "-" else open(source, encoding="utf-8",
                                                       errors="replace")
@@ -121,8 +125,34 @@ def parse(source):
             events = parser.feed(chunk) if chunk else parser.close()
             for event in events:
                 click.echo(dumps(event.to_dict()))
+                if ending is not None:
+                    after += event.type != "text"
+                elif event.type == "input_needed" or (
+                        event.type == "status" and event.state in
+                        ("complete", "failed", "cancelled")):
+                    ending = getattr(event, "state", "input_needed")
             if not chunk:
                 break
+    sys.exit(_parse_verdict(ending, after))
+
+
+def _parse_verdict(ending: str | None, after: int) -> int:
+    """`acor parse`'s exit code for a stream that ended ``ending`` with
+    ``after`` sections after it; says why on stderr when not 0."""
+    if ending is None:
+        click.echo("acor parse: the stream is truncated: it has no final "
+                   "status (Complete, Failed, Cancelled) or Input Needed",
+                   err=True)
+        return exitcodes.USAGE
+    if after:
+        click.echo(f"acor parse: the stream is malformed: {after} "
+                   f"section(s) after its ending ({ending})", err=True)
+        return exitcodes.USAGE
+    if ending in ("failed", "cancelled"):
+        click.echo(f"acor parse: the stream shows a failure: it ended "
+                   f"{ending}", err=True)
+        return exitcodes.FAILED
+    return exitcodes.OK
 
 
 cli.add_command(sessions)

@@ -133,9 +133,10 @@ def doctor_report(reg) -> dict:
 
 def _kernel_sandbox(config) -> dict:
     """The config's sandbox mode and what this kernel offers a sandbox."""
+    from acor.cli.discovery.cache import cache_dir
     from acor.cli.sandbox.kernel import offers
     mode = config.sandbox or "as each manifest declares"
-    return {"mode": mode, **offers()}
+    return {"mode": mode, **offers(cache_dir())}
 
 
 @click.command()

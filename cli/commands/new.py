@@ -282,8 +282,15 @@ TOOL = Path(__file__).resolve().parent
 
 
 def copy(tmp_path):
-    shutil.copy(TOOL / "sample.txt", tmp_path / "doomed.txt")
-    return tmp_path / "doomed.txt"
+    # Inside the project: the tool's sandbox lets it write only there.
+    doomed = TOOL / f"doomed-{{tmp_path.name}}.txt"
+    shutil.copy(TOOL / "sample.txt", doomed)
+    return doomed
+
+
+def teardown_function():
+    for left in TOOL.glob("doomed-*.txt"):
+        left.unlink()
 
 
 def test_without_a_person_it_asks_and_deletes_nothing(acor_run, tmp_path):

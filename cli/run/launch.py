@@ -183,14 +183,16 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     box = None
     declared = _declared_box(spec, policy.config, sandbox)
     if declared is not None:
+        from acor.cli.discovery.cache import cache_dir
         from acor.cli.sandbox import kernel
-        lacks = kernel.missing(declared)
+        lacks = kernel.missing(declared, kernel.offers(cache_dir()))
         if lacks:
             protocol.spawned()
             return _failed(collector, _sandbox_unavailable(spec, policy,
                                                            lacks),
                            exitcodes.FAILED, started)
         box = _make_box(declared, spec, policy, cwd, run_env)
+        collector.sandbox_note = _sandbox_note(spec, declared)
     pass_fds = protocol.pass_fds()
     human_fd = None
     if human:
@@ -317,6 +319,18 @@ def _make_box(declared, spec, policy, cwd, run_env):
         os.path.abspath(policy.cwd(cwd) or os.getcwd())
     tool_dir = spec.path if spec.kind == "acor" else None
     return resolve(declared, root, tool_dir, tmpdir)
+
+
+def _sandbox_note(spec, declared: dict) -> str:
+    """The recovery added to an error that looks like a denial."""
+    import json
+    where = f"the \"sandbox\" field of {spec.manifest_path}" \
+        if spec.sandbox is not None else \
+        "the default box (--sandbox or `sandbox: default` in the config)"
+    return (f"This tool runs in a sandbox ({json.dumps(declared)}): it may "
+            "write only there and in its temp dir, and reach a network only "
+            "with \"network\": true. If the denial is one the tool should "
+            f"not get, widen {where} (\"write\", \"read\", \"network\").")
 
 
 def _remove_tmpdir(run_env) -> None:

@@ -144,6 +144,9 @@ class Collector:
         # Set by the runner: the run's policy, and whether its caller asks
         # a person what the tool needs (the rich view, the MCP server).
         self.policy: Any = None  # a launch._Policy (no import: a cycle)
+        # Set when the run is sandboxed: what to say on an error that
+        # looks like a denial (the box, and the manifest field to change).
+        self.sandbox_note: Optional[str] = None
         self.person = False
         self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
@@ -151,6 +154,12 @@ class Collector:
     # --- the sink protocol ----------------------------------------------
 
     def emit(self, event: Event) -> None:
+        if isinstance(event, Error) and self.sandbox_note and \
+                _denied(event):
+            event = Error(event.title, event.code, event.details,
+                          f"{event.recovery} {self.sandbox_note}"
+                          if event.recovery else self.sandbox_note,
+                          event.next)
         if self.events is not None:
             self.events.append(event)
         if isinstance(event, Error):
@@ -277,3 +286,14 @@ def _placeholders(spec, fields: dict) -> list[str]:
             words += [mapping.get("flag") or "--" + name.replace("_", "-"),
                       f"<{name.upper()}>"]
     return words
+
+
+# What a denial by the sandbox looks like in an error: the tool's own
+# exception text, or a program's message quoted in the details.
+_DENIALS = ("Permission denied", "PermissionError", "Operation not permitted",
+            "Network is unreachable", "Read-only file system")
+
+
+def _denied(error: Error) -> bool:
+    text = f"{error.title}\n{error.details or ''}"
+    return any(word in text for word in _DENIALS)

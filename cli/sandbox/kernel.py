@@ -9,14 +9,18 @@ import os
 _memo: dict | None = None
 
 
-def offers() -> dict:
+def offers(cache_dir: str | None = None) -> dict:
     """{"landlock": ABI version (0: none), "network": bool (an
-    unprivileged user and network namespace can be made)}."""
+    unprivileged user and network namespace can be made)}, kept in
+    ``cache_dir`` (acor's cache folder) when given."""
     global _memo
     if _memo is not None:
         return _memo
     release = os.uname().release
-    path = _cache_path()
+    if cache_dir is None:
+        _memo = _probe()
+        return _memo
+    path = os.path.join(cache_dir, "sandbox.json")
     try:
         with open(path, encoding="utf-8") as f:
             cached = json.load(f)
@@ -26,8 +30,7 @@ def offers() -> dict:
             return _memo
     except (OSError, ValueError, KeyError, TypeError):
         pass
-    from acor.cli.sandbox.enter import landlock_abi
-    _memo = {"landlock": landlock_abi(), "network": _namespaces_work()}
+    _memo = _probe()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         tmp = f"{path}.{os.getpid()}"
@@ -39,9 +42,9 @@ def offers() -> dict:
     return _memo
 
 
-def _cache_path() -> str:
-    from acor.cli.discovery.cache import cache_dir
-    return os.path.join(cache_dir(), "sandbox.json")
+def _probe() -> dict:
+    from acor.cli.sandbox.enter import landlock_abi
+    return {"landlock": landlock_abi(), "network": _namespaces_work()}
 
 
 def _namespaces_work() -> bool:
@@ -57,9 +60,9 @@ def _namespaces_work() -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
-def missing(box: dict, found: dict | None = None) -> list[str]:
-    """What ``box`` needs that this kernel does not offer ([]: none)."""
-    found = offers() if found is None else found
+def missing(box: dict, found: dict) -> list[str]:
+    """What ``box`` needs that this kernel does not offer (``found``, from
+    :func:`offers`; []: nothing)."""
     lacks = []
     if found["landlock"] < 1:
         lacks.append("Landlock (Linux 5.13 or later, enabled with "
