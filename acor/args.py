@@ -240,8 +240,8 @@ _ITEM_KEYS = {"type", "description", "title", "enum", "minimum", "maximum",
 def _keyword_problems(path, prop, kind):
     """Keywords that do not apply to ``kind``, and values of the ones that
     do that no call could satisfy or that the type cannot hold."""
-    if kind not in _APPLIES:
-        return []  # the type itself is reported
+    if not isinstance(kind, str) or kind not in _APPLIES:
+        return []  # the type itself is reported (it may be any JSON value)
     problems = [f"{path}.{key} does not apply to type {kind}"
                 for key in ("enum", "default", "minimum", "maximum", "items")
                 if key in prop and key not in _APPLIES[kind]]

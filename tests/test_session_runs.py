@@ -73,6 +73,9 @@ def offset(checkpoint_id):
 def sessions_json(proj):
     result = proj.acor("sessions", "--json")
     assert result.returncode == 0, result.stdout + result.stderr
+    # --format json before the command says the same (issue 20, item 20).
+    same = proj.acor("--format", "json", "sessions")
+    assert json.loads(same.stdout) == json.loads(result.stdout)
     return json.loads(result.stdout)["sessions"]
 
 

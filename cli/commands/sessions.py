@@ -74,6 +74,9 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
     or delete one with --clear ID."""
     obj = ctx.obj if isinstance(ctx.obj, dict) else {}
     state_dir = obj.get("state_dir") or state_dir_from_env()
+    # `acor --format json sessions` is `acor sessions --json`, as for every
+    # command that prints for programs.
+    as_json = as_json or obj.get("format") == "json"
     fmt = "json" if as_json else obj.get("format")
     try:
         if tool is not None:

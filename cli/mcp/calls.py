@@ -445,7 +445,8 @@ def _declined(tool, state, answer, page=False) -> dict:
     if state.get("audience") == "human":
         lines.append("Only a person may answer this: do not answer it "
                      "yourself.")
-    return {"content": [results.text("\n".join(lines))], "isError": False,
+    return {"content": [results.acor_text("input_needed", "\n".join(lines))],
+            "isError": False,
             "_meta": {"acor/result": results.unrun_meta(
                 tool, 3, "input_needed", session=state.get("session"))}}
 
@@ -465,5 +466,5 @@ def _refused_text() -> str:
 
 
 def _with_text(reply: dict, extra: str) -> dict:
-    reply["content"].append(results.text(extra))
+    reply["content"].append(results.acor_text("input_needed", extra))
     return reply

@@ -30,6 +30,8 @@ from pathlib import Path
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
                          OutputFiles, Result, Suggestions, Text, Unknown)
 
+from acor.cli.output.budget import Note
+
 from acor.cli.mcp.versions import MODERN_VERSIONS
 
 
@@ -72,22 +74,25 @@ def structured(data, protocol_version: str):
 
 def _block(event):
     if isinstance(event, Output):
-        return text(event.text)
+        return tool_text(event.text)
+    if isinstance(event, Note):
+        return acor_text("budget", event.text)
     if isinstance(event, Text):
-        return text(event.text) if event.text.strip() else None
+        return tool_text(event.text) if event.text.strip() else None
     if isinstance(event, OutputData):
-        return text(data_text(event))
+        return tool_text(data_text(event))
     if isinstance(event, AIDirective):
-        return text("AI Directive:\n" + _bullets(event.items))
+        return acor_text("directive",
+                         "AI Directive:\n" + _bullets(event.items))
     if isinstance(event, Suggestions):
         label = f"Suggestions: {event.title}" if event.title else "Suggestions"
-        return text(f"{label}:\n" + _bullets(event.items))
+        return acor_text("suggestions", f"{label}:\n" + _bullets(event.items))
     if isinstance(event, Error):
-        return text(error_text(event))
+        return acor_text("error", error_text(event))
     if isinstance(event, InputNeeded):
         return None  # the caller decides: ask, or input_needed_text
     if isinstance(event, Unknown):
-        return text(f"{event.heading}\n{event.body}".rstrip())
+        return tool_text(f"{event.heading}\n{event.body}".rstrip())
     return None
 
 
@@ -106,6 +111,33 @@ def content_blocks(result, cwd: str,
 
 
 def text(value: str) -> dict:
+    return {"type": "text", "text": value}
+
+
+# The labels acor's own blocks start with. On the command line a section's
+# provenance is its framed heading; in MCP it is the block's _meta, which
+# nothing a tool prints can set, and no block of the tool's text may start
+# like one of acor's.
+ACOR_LABELS = ("[acor", "ai directive", "suggestions", "error", "input needed",
+               "input_needed", "only a person", "ask the user", "recovery",
+               "next", "output file", "acor", "the tool", "the person",
+               "not answered", "this request", "fields")
+TOOL_PREFIX = "[tool output] "
+
+
+def acor_text(kind: str, value: str) -> dict:
+    """A block acor itself wrote (a directive, suggestions, an error, what
+    to ask or do next): marked in ``_meta["acor/block"]``."""
+    return {"type": "text", "text": value, "_meta": {"acor/block": kind}}
+
+
+def tool_text(value: str) -> dict:
+    """A block of the tool's own text (Output, Output Data, text outside
+    any section). Text that would begin like one of acor's blocks is
+    labelled as the tool's, so that no raw line passes for acor's."""
+    head = value.lstrip().lower()
+    if head.startswith(ACOR_LABELS) or head.startswith(TOOL_PREFIX.strip()):
+        value = TOOL_PREFIX + value
     return {"type": "text", "text": value}
 
 
@@ -148,8 +180,9 @@ def files_blocks(event: OutputFiles, cwd: str,
         description = entry.get("description") or None
         kind = entry.get("kind", "file")
         if kind == "missing":
-            blocks.append(text(f"Output file missing: {entry.get('path')}"
-                               + (f" ({description})" if description else "")))
+            blocks.append(acor_text(
+                "file", f"Output file missing: {entry.get('path')}"
+                + (f" ({description})" if description else "")))
             continue
         link: dict[str, Any] = {
             "type": "resource_link", "uri": Path(path).resolve().as_uri(),
@@ -168,7 +201,7 @@ def files_blocks(event: OutputFiles, cwd: str,
             link["_meta"] = {"acor/sha256": entry["sha256"]}
         if entry.get("truncated") is True:
             link.setdefault("_meta", {})["acor/truncated"] = True
-        blocks.append(link if links else text(_link_text(link)))
+        blocks.append(link if links else acor_text("file", _link_text(link)))
     return blocks
 
 
@@ -207,7 +240,8 @@ def usage_result(tool: str, error) -> dict:
              *[f"- {problem}" for problem in problems],
              f"Recovery: fix every argument listed and call '{tool}' again "
              "(its input schema says what each one takes). Nothing was run."]
-    return {"content": [text("\n".join(lines))], "isError": True,
+    return {"content": [acor_text("error", "\n".join(lines))],
+            "isError": True,
             "_meta": {"acor/result": unrun_meta(tool, 2, "failed", error.code,
                                                 problems=problems)}}
 

@@ -41,6 +41,14 @@ import time
 
 from acor.events import Event, OutputData, OutputFiles, Status, Text
 
+
+class Note(Text):
+    """Text acor adds to a run (what the budget left out), not the tool's:
+    written as text everywhere, and marked as acor's where a reader can
+    tell (an MCP block's ``_meta``)."""
+
+    __slots__ = ()
+
 # Loaded once the tool is starting up (Budget.started), not before the
 # spawn: `acor TOOL` is the hot path (hashlib loads OpenSSL).
 hashlib: Any = None
@@ -540,7 +548,7 @@ class Budget:
                           for p in shown)
         left = max(0, self.gap_bytes - shown_bytes)
         self.gap_bytes = 0
-        note = Text(self._note(f"{_count(left)} bytes of output"))
+        note = Note(self._note(f"{_count(left)} bytes of output"))
         self.spent += self.cost(note)
         self.sink.emit(note)
         for piece in reversed(shown):
@@ -676,7 +684,7 @@ class Budget:
         what = " and ".join(parts) + " left out" if parts else \
             "long sections cut"
         if outcome is None:
-            self.sink.emit(Text(
+            self.sink.emit(Note(
                 f"[acor: this run's output was truncated to fit the "
                 f"budget of {_count(self.limit)} bytes ({what}), "
                 f"and the whole output could not be saved: "
