@@ -272,3 +272,26 @@ async def test_every_mcp_call_is_boxed(boxed, mode):
         sock.close()
     assert not (boxed.home / "pwned").exists() and got == []
     assert (boxed.root / "out" / "mcp.txt").exists()
+
+
+def test_a_box_the_kernel_cannot_enforce_is_not_run(boxed):
+    """Fail closed: acor believes its probe, so a probe that found no
+    Landlock (written where acor keeps it) stands for such a kernel."""
+    cache = boxed.env["ACOR_CACHE_DIR"]
+    os.makedirs(cache, exist_ok=True)
+    with open(os.path.join(cache, "sandbox"), "w") as f:
+        f.write(f"{os.uname().release} 0 1\n")
+    target = boxed.root / "out" / "never.txt"
+    done = acor(boxed, "probe", "write", "out/never.txt")
+    assert done.returncode == 1 and not target.exists()
+    assert "E_SANDBOX_UNAVAILABLE" in done.stdout
+    assert "Landlock" in done.stdout
+    assert "acor --no-sandbox probe write out/never.txt" in done.stdout
+    assert "sandbox: off" in done.stdout
+    # The override, as the error gives it, runs it.
+    (boxed.root / "out").mkdir(exist_ok=True)
+    assert acor(boxed, "--no-sandbox", "probe", "write",
+                "out/never.txt").returncode == 0
+    # A tool that declares nothing is not affected.
+    assert acor(boxed, "open", "write", "out/free.txt").returncode == 0
+    assert "Landlock missing" in acor(boxed, "doctor").stdout

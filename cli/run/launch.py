@@ -192,7 +192,7 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
                                                            lacks),
                            exitcodes.FAILED, started)
         box = _make_box(declared, spec, policy, cwd, run_env)
-        collector.sandbox_note = _sandbox_note(spec, declared)
+        collector.sandbox_note = lambda: _sandbox_note(spec, declared)
     pass_fds = protocol.pass_fds()
     human_fd = None
     if human:
@@ -310,9 +310,8 @@ def _declared_box(spec, config, mode: Optional[str]) -> Optional[dict]:
 
 def _make_box(declared, spec, policy, cwd, run_env):
     """The resolved box, with the run's private TMPDIR made and named."""
-    import tempfile
-    from acor.cli.sandbox.policy import resolve
-    tmpdir = tempfile.mkdtemp(prefix=f"acor-{spec.name}-")
+    from acor.cli.sandbox.policy import private_tmpdir, resolve
+    tmpdir = private_tmpdir(spec.name)
     for name in ("TMPDIR", "TMP", "TEMP"):
         run_env[name] = tmpdir
     root = policy.config.root if policy.config is not None else \
@@ -334,8 +333,8 @@ def _sandbox_note(spec, declared: dict) -> str:
 
 
 def _remove_tmpdir(run_env) -> None:
-    import shutil
-    shutil.rmtree(run_env["TMPDIR"], ignore_errors=True)
+    from acor.cli.sandbox.policy import remove_tree
+    remove_tree(run_env["TMPDIR"])
 
 
 def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:

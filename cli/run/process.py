@@ -48,7 +48,12 @@ class ToolProcess:
                  inherit_stdin: bool = False, alone: bool = False,
                  sandbox: Optional[dict] = None) -> None:
         self.proc: Any
-        if sandbox is not None:
+        if sandbox is not None and alone:
+            # The hot path, in a process that runs nothing else: fork, enter
+            # the box, exec (subprocess would cost its import).
+            self.proc = _Forked(argv, env, pass_fds, inherit_stdin, cwd,
+                                sandbox)
+        elif sandbox is not None:
             # The child enters the sandbox between fork and exec, so that
             # the tool's program and all it starts run inside it.
             import subprocess
@@ -188,6 +193,64 @@ class _Spawned:
             if pid:
                 self.returncode = os.waitstatus_to_exitcode(status)
         return self.returncode
+
+
+class _Forked(_Spawned):
+    """A tool started as :class:`_Spawned` starts one, but by ``fork``, so
+    that the child enters its sandbox (:mod:`acor.cli.sandbox.enter`)
+    before it ``exec``s the tool: what the tool runs inherits the box. Why
+    the child could not start comes back on a pipe closed by ``exec``."""
+
+    def __init__(self, argv: Sequence[str], env: Mapping[str, str],
+                 pass_fds: Sequence[int], inherit_stdin: bool,
+                 cwd: Optional[str], sandbox: dict) -> None:
+        from acor.cli.sandbox.enter import SandboxError, enter
+        path = _executable(argv[0], env)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        why_r, why_w = os.pipe()  # close-on-exec: empty when exec worked
+        keep = {out_w, err_w, why_w, *pass_fds}
+        inherited = [fd for fd in _inheritable_fds() if fd > 2]
+        pid = os.fork()
+        if pid == 0:  # the child: nothing here may return
+            try:
+                os.setsid()
+                if cwd is not None:
+                    os.chdir(cwd)
+                os.dup2(out_w, 1)
+                os.dup2(err_w, 2)
+                if not inherit_stdin:
+                    null = os.open(os.devnull, os.O_RDONLY)
+                    os.dup2(null, 0)
+                    os.close(null)
+                for fd in inherited:
+                    if fd not in keep:
+                        os.close(fd)
+                for fd in pass_fds:
+                    os.set_inheritable(fd, True)
+                for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+                    signal.signal(sig, signal.SIG_DFL)
+                enter(sandbox)
+                os.execve(path, list(argv), dict(env))
+            except BaseException as exc:
+                try:
+                    os.write(why_w, f"{type(exc).__name__}: {exc}".encode(
+                        "utf-8", "replace")[:4096])
+                finally:
+                    os._exit(127)
+        self.pid = pid
+        for fd in (out_w, err_w, why_w):
+            os.close(fd)
+        with open(why_r, "rb") as why:
+            failure = why.read()
+        self.stdout = open(out_r, "rb", buffering=0)
+        self.stderr = open(err_r, "rb", buffering=0)
+        self.returncode = None
+        if failure:
+            self.wait()
+            self.stdout.close()
+            self.stderr.close()
+            raise SandboxError(1, failure.decode("utf-8", "replace"))
 
 
 def _executable(name: str, env: Mapping[str, str]) -> str:

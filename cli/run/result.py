@@ -14,7 +14,7 @@ from acor.events import (Error, Event, InputNeeded, OutputData, Progress,
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Optional, Union
+    from typing import Any, Callable, Optional, Union
 
 STDERR_KEPT = 64 * 1024  # bytes of the tool's stderr a result keeps (the tail)
 
@@ -146,7 +146,7 @@ class Collector:
         self.policy: Any = None  # a launch._Policy (no import: a cycle)
         # Set when the run is sandboxed: what to say on an error that
         # looks like a denial (the box, and the manifest field to change).
-        self.sandbox_note: Optional[str] = None
+        self.sandbox_note: Optional[Callable[[], str]] = None
         self.person = False
         self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
@@ -154,12 +154,12 @@ class Collector:
     # --- the sink protocol ----------------------------------------------
 
     def emit(self, event: Event) -> None:
-        if isinstance(event, Error) and self.sandbox_note and \
+        if isinstance(event, Error) and self.sandbox_note is not None and \
                 _denied(event):
+            note = self.sandbox_note()
             event = Error(event.title, event.code, event.details,
-                          f"{event.recovery} {self.sandbox_note}"
-                          if event.recovery else self.sandbox_note,
-                          event.next)
+                          f"{event.recovery} {note}" if event.recovery
+                          else note, event.next)
         if self.events is not None:
             self.events.append(event)
         if isinstance(event, Error):

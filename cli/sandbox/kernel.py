@@ -1,9 +1,12 @@
 """What this kernel offers a sandbox, probed once and cached per kernel
-release (a probe forks: about a millisecond; the cache makes it free)."""
+release (a probe forks: about a millisecond; the cache makes it free).
+
+The cache is one line, ``RELEASE LANDLOCK_ABI NETWORK(0|1)``: read on the
+path of every sandboxed run, where importing :mod:`json` (and :mod:`re`
+with it) would cost more than the sandbox itself."""
 
 from __future__ import annotations
 
-import json
 import os
 
 _memo: dict | None = None
@@ -20,22 +23,22 @@ def offers(cache_dir: str | None = None) -> dict:
     if cache_dir is None:
         _memo = _probe()
         return _memo
-    path = os.path.join(cache_dir, "sandbox.json")
+    path = os.path.join(cache_dir, "sandbox")
     try:
         with open(path, encoding="utf-8") as f:
-            cached = json.load(f)
-        if cached.get("release") == release:
-            _memo = {"landlock": int(cached["landlock"]),
-                     "network": bool(cached["network"])}
+            cached_release, abi, network = f.read().split()
+        if cached_release == release:
+            _memo = {"landlock": int(abi), "network": network == "1"}
             return _memo
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         pass
     _memo = _probe()
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        os.makedirs(cache_dir, exist_ok=True)
         tmp = f"{path}.{os.getpid()}"
         with open(tmp, "w", encoding="utf-8") as f:
-            json.dump({"release": release, **_memo}, f)
+            f.write(f"{release} {_memo['landlock']} "
+                    f"{int(_memo['network'])}\n")
         os.replace(tmp, path)
     except OSError:
         pass  # probed again next time

@@ -119,3 +119,41 @@ def _existing(paths: list[str]) -> list[str]:
             seen.add(path)
             kept.append(path)
     return kept
+
+
+def private_tmpdir(name: str) -> str:
+    """A new folder only this user can enter, for one run's TMPDIR (as
+    :func:`tempfile.mkdtemp` makes one, without importing it: this is on
+    the path of every sandboxed run)."""
+    base = os.environ.get("TMPDIR") or "/tmp"
+    for _ in range(100):
+        path = os.path.join(base, f"acor-{name}-{os.urandom(6).hex()}")
+        try:
+            os.mkdir(path, 0o700)
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp folder name under {base}")
+
+
+def remove_tree(path: str) -> None:
+    """Remove ``path`` and everything in it, never following a link out
+    of it; what cannot be removed is left."""
+    try:
+        for top, dirs, files in os.walk(path, topdown=False):
+            for name in files:
+                _quietly(os.unlink, os.path.join(top, name))
+            for name in dirs:
+                full = os.path.join(top, name)
+                _quietly(os.unlink if os.path.islink(full) else os.rmdir,
+                         full)
+        _quietly(os.rmdir, path)
+    except OSError:
+        pass
+
+
+def _quietly(remove, path: str) -> None:
+    try:
+        remove(path)
+    except OSError:
+        pass
