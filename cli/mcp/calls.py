@@ -32,7 +32,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from acor.events import InputNeeded
+from acor.events import Heartbeat, InputNeeded
 
 from acor.cli.human.approval import (APPROVAL_TTL, fields_of, for_person,
                                      request_lines)
@@ -306,6 +306,10 @@ class _Sink:
 
     def tick(self) -> None:
         pass
+
+    def heartbeat(self) -> None:
+        """The tool beat: the client hears it as progress (nudged up)."""
+        self.relay.on_event(Heartbeat())
 
     def stderr(self, data: bytes) -> None:
         write_stderr(data.decode("utf-8", "replace"))

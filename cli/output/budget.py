@@ -432,6 +432,11 @@ class Budget:
     def due(self) -> Optional[float]:
         return self.sink.due() if hasattr(self.sink, "due") else None
 
+    def heartbeat(self) -> None:
+        beat = getattr(self.sink, "heartbeat", None)
+        if beat is not None:
+            beat()
+
     def tick(self) -> None:
         if hasattr(self.sink, "tick"):
             self.sink.tick()

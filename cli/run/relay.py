@@ -231,6 +231,12 @@ class Relay:
         for event in events:
             if isinstance(event, Heartbeat):
                 self.last_activity = time.monotonic()
+                if self.final is None:
+                    # Not part of the transcript, but a sink that keeps a
+                    # client waiting (MCP's progress) hears it.
+                    beat = getattr(self.sink, "heartbeat", None)
+                    if beat is not None:
+                        beat()
             elif self.final is not None:
                 self.on_late(event)  # kept, but not part of the transcript
             else:

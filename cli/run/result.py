@@ -204,6 +204,12 @@ class Collector:
     def due(self) -> Optional[float]:
         return self.sink.due()
 
+    def heartbeat(self) -> None:
+        """The tool is alive: passed to a sink that listens for it."""
+        beat = getattr(self.sink, "heartbeat", None)
+        if beat is not None:
+            beat()
+
     def tick(self) -> None:
         self.sink.tick()
 
