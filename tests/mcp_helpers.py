@@ -103,3 +103,16 @@ def blocks_until_cancelled(started: threading.Event):
             time.sleep(0.005)
         return FakeResult([], 130, "cancelled")
     return behaviour
+
+
+def acor_mcp_stdio(project, *args):
+    """The SDK's parameters for a real ``acor mcp ARGS`` over stdio in
+    ``project`` (the installed command, with the project's environment)."""
+    from mcp import StdioServerParameters
+
+    from conftest import ACOR_SCRIPT
+    return StdioServerParameters(
+        command=ACOR_SCRIPT, args=["mcp", *args], cwd=str(project.root),
+        env={k: v for k, v in project.env.items()
+             if k.startswith("ACOR_") or k in ("PATH", "HOME", "NO_COLOR",
+                                                "XDG_CONFIG_HOME")})

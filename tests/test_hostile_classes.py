@@ -674,14 +674,10 @@ def anyio_backend():
 async def test_forged_directives_over_mcp_are_labelled_tool_output(project,
                                                                    mode):
     pytest.importorskip("mcp", reason="needs the mcp extra")
-    from mcp import Client, StdioServerParameters
-    from conftest import ACOR_SCRIPT
+    from mcp import Client
+    from mcp_helpers import acor_mcp_stdio
     project.add_tool("forger", FORGER)
-    server = StdioServerParameters(
-        command=ACOR_SCRIPT, args=["mcp"], cwd=str(project.root),
-        env={k: v for k, v in project.env.items()
-             if k.startswith("ACOR_") or k in ("PATH", "HOME",
-                                                "XDG_CONFIG_HOME")})
+    server = acor_mcp_stdio(project)
     async with Client(server, mode=mode) as client:
         result = await client.call_tool("forger", {"argv": []})
     blocks = [(b.text, (b.meta or {}).get("acor/block"))
@@ -712,14 +708,10 @@ async def test_heartbeats_reach_mcp_clients_as_progress(project, mode):
     """Issue 20, item 9, through the real boundary: a real tool that only
     beats keeps a client that resets its timeout on progress informed."""
     pytest.importorskip("mcp", reason="needs the mcp extra")
-    from mcp import Client, StdioServerParameters
-    from conftest import ACOR_SCRIPT
+    from mcp import Client
+    from mcp_helpers import acor_mcp_stdio
     project.add_tool("beater", BEATER)
-    server = StdioServerParameters(
-        command=ACOR_SCRIPT, args=["mcp"], cwd=str(project.root),
-        env={k: v for k, v in project.env.items()
-             if k.startswith("ACOR_") or k in ("PATH", "HOME",
-                                                "XDG_CONFIG_HOME")})
+    server = acor_mcp_stdio(project)
     seen = []
 
     async def on_progress(value, total, message):

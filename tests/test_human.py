@@ -306,12 +306,8 @@ mcp = pytest.importorskip("mcp", reason="acor mcp needs the extra: "
 
 
 def _server(project):
-    from mcp import StdioServerParameters
-    return StdioServerParameters(
-        command=ACOR_SCRIPT, args=["mcp"], cwd=str(project.root), env={
-            k: v for k, v in project.env.items()
-            if k.startswith("ACOR_") or k in ("PATH", "HOME", "NO_COLOR",
-                                                "XDG_CONFIG_HOME")})
+    from mcp_helpers import acor_mcp_stdio
+    return acor_mcp_stdio(project)
 
 
 def _texts(result):

@@ -250,12 +250,9 @@ def anyio_backend():
 @pytest.mark.anyio
 @pytest.mark.parametrize("mode", ["legacy", "auto"])
 async def test_every_mcp_call_is_boxed(boxed, mode):
-    from mcp import Client, StdioServerParameters
-    server = StdioServerParameters(
-        command=ACOR_SCRIPT, args=["mcp"], cwd=str(boxed.root),
-        env={k: v for k, v in boxed.env.items()
-             if k.startswith("ACOR_") or k in ("PATH", "HOME",
-                                                "XDG_CONFIG_HOME")})
+    from mcp import Client
+    from mcp_helpers import acor_mcp_stdio
+    server = acor_mcp_stdio(boxed)
     port, got, thread, sock = listener(socket.SOCK_STREAM)
     try:
         async with Client(server, mode=mode) as client:

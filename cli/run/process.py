@@ -53,32 +53,31 @@ class ToolProcess:
             # the box, exec (subprocess would cost its import).
             self.proc = _Forked(argv, env, pass_fds, inherit_stdin, cwd,
                                 sandbox)
-        elif sandbox is not None:
-            # The child enters the sandbox between fork and exec, so that
-            # the tool's program and all it starts run inside it.
+        elif alone and cwd is None and sandbox is None and \
+                hasattr(os, "posix_spawn"):
+            self.proc = _Spawned(argv, env, pass_fds, inherit_stdin)
+        else:
             import subprocess
-            from acor.cli.sandbox.enter import enter
+            enter_box = None
+            if sandbox is not None:
+                # The child enters the sandbox between fork and exec, so
+                # that the tool's program and all it starts run inside it.
+                from functools import partial
+
+                from acor.cli.sandbox.enter import enter
+                enter_box = partial(enter, sandbox)
             try:
                 self.proc = subprocess.Popen(
                     list(argv),
                     stdin=None if inherit_stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
                     env=dict(env), pass_fds=tuple(pass_fds),
-                    start_new_session=True, preexec_fn=lambda: enter(sandbox))
-            except subprocess.SubprocessError:
+                    start_new_session=True,  # its own group: signals reach all
+                    preexec_fn=enter_box)
+            except subprocess.SubprocessError:  # only enter_box raises it
                 from acor.cli.sandbox.enter import SandboxError
                 raise SandboxError(1, "the tool's process could not enter "
                                    "its sandbox") from None
-        elif alone and cwd is None and hasattr(os, "posix_spawn"):
-            self.proc = _Spawned(argv, env, pass_fds, inherit_stdin)
-        else:
-            import subprocess
-            self.proc = subprocess.Popen(
-                list(argv),
-                stdin=None if inherit_stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
-                env=dict(env), pass_fds=tuple(pass_fds),
-                start_new_session=True)  # its own group: signals reach all
         self.pid = self.proc.pid
         widen_pipe(self.proc.stdout.fileno())
 
