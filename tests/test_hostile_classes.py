@@ -724,3 +724,18 @@ async def test_heartbeats_reach_mcp_clients_as_progress(project, mode):
     # each above the last (a client ignores a value that does not rise).
     assert len(seen) >= 3, seen
     assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--timeout", "0"],
+                                  ["--tools", " , "], ["--port", "80"],
+                                  ["extra"]])
+def test_acor_mcp_usage_errors_never_touch_stdout(project, args):
+    """Issue 20, item 12: under `acor mcp` stdout is the JSON-RPC channel
+    from its first byte, usage errors included."""
+    from conftest import ACOR_SCRIPT
+    done = subprocess.run([ACOR_SCRIPT, "mcp", *args], cwd=project.root,
+                          env=project.env, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.strip()
