@@ -739,3 +739,33 @@ def test_acor_mcp_usage_errors_never_touch_stdout(project, args):
     assert done.returncode == 2
     assert done.stdout == ""
     assert done.stderr.strip()
+
+
+def test_every_line_that_is_not_a_message_is_answered(project):
+    """Issue 20, item 18: a parse error, a batch and a non-JSON-RPC object
+    each get the error the specification gives, and the session goes on."""
+    pytest.importorskip("mcp", reason="needs the mcp extra")
+    from conftest import ACOR_SCRIPT
+    opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}}
+    lines = [json.dumps(opening), "{bad json",
+             json.dumps([{"jsonrpc": "2.0", "id": 2, "method": "ping"}]),
+             json.dumps({"id": 7, "method": "ping"}),
+             json.dumps({"jsonrpc": "2.0", "id": 8, "method": "ping"})]
+    proc = subprocess.Popen([ACOR_SCRIPT, "mcp"], cwd=project.root,
+                            env=project.env, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    answers = []
+    for line in lines:
+        proc.stdin.write(line.encode() + b"\n")
+        proc.stdin.flush()
+        answers.append(json.loads(proc.stdout.readline()))
+    proc.stdin.close()
+    assert proc.wait(timeout=30) == 0
+    assert answers[0]["id"] == 1 and "result" in answers[0]
+    assert answers[1] == {"jsonrpc": "2.0", "id": None, "error": {
+        "code": -32700, "message": "Parse error: the line is not JSON"}}
+    assert answers[2]["id"] is None and answers[2]["error"]["code"] == -32600
+    assert answers[3]["id"] == 7 and answers[3]["error"]["code"] == -32600
+    assert answers[4] == {"jsonrpc": "2.0", "id": 8, "result": {}}

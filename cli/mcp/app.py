@@ -114,12 +114,47 @@ def _read_lines(wire, opening, send, token) -> None:
     try:
         while line is not None:
             if line.strip():
-                anyio.from_thread.run(send.send, _parse(line), token=token)
+                refusal = _not_a_message(line)
+                if refusal is not None:
+                    wire.write(refusal)
+                else:
+                    anyio.from_thread.run(send.send, _parse(line),
+                                          token=token)
             line = wire.read_line()
         anyio.from_thread.run_sync(send.close, token=token)
     except (anyio.RunFinishedError, anyio.BrokenResourceError,
             anyio.ClosedResourceError):
         pass  # the server stopped first (a signal): nothing left to feed
+
+
+def _not_a_message(line: bytes) -> bytes | None:
+    """The JSON-RPC error for a line that is not one message (the SDK
+    would drop it unanswered), or None: not JSON (-32700), a batch, which
+    the protocol no longer allows (-32600), or an object that is not a
+    request, notification or response (-32600, with its id when it has a
+    usable one)."""
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return _error_line(None, -32700, "Parse error: the line is not "
+                           "JSON")
+    if isinstance(value, list):
+        return _error_line(None, -32600, "Invalid Request: JSON-RPC "
+                           "batches are not supported; send one message "
+                           "per line")
+    if not isinstance(value, dict) or value.get("jsonrpc") != "2.0":
+        ident = value.get("id") if isinstance(value, dict) else None
+        return _error_line(ident if isinstance(ident, (str, int)) and
+                           not isinstance(ident, bool) else None, -32600,
+                           'Invalid Request: not a JSON-RPC 2.0 message '
+                           '("jsonrpc": "2.0")')
+    return None
+
+
+def _error_line(ident, code: int, message: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": ident,
+                       "error": {"code": code, "message": message}},
+                      separators=(",", ":")).encode() + b"\n"
 
 
 def _parse(line: bytes):

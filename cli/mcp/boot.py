@@ -16,6 +16,7 @@ this module does not know, is left for the SDK to answer.
 import json
 import os
 import sys
+import threading
 
 from acor import __version__
 
@@ -54,6 +55,9 @@ class Wire:
         self.out_fd = out_fd
         self._buffer = bytearray()
         self._eof = False
+        # The writer thread sends the server's messages; the reader thread
+        # answers lines that are not JSON-RPC at all. One message at a time.
+        self._write_lock = threading.Lock()
 
     @classmethod
     def claim(cls) -> "Wire":
@@ -100,8 +104,9 @@ class Wire:
     def write(self, data: bytes) -> None:
         """Write all of ``data`` (a whole message and its newline)."""
         view = memoryview(data)
-        while view:
-            view = view[os.write(self.out_fd, view):]
+        with self._write_lock:
+            while view:
+                view = view[os.write(self.out_fd, view):]
 
 
 class Opening:
