@@ -28,6 +28,7 @@ ROWS = (
      "a trivial program forked from the warm start", 0.005, "ms"),
     ("acor_run_per_run", "acor_run, per run",
      "a trivial tool run in process through the warm start", 0.015, "ms"),
+    ("http_50_clients", "MCP over HTTP, 50 clients at once", "", 5.0, "ms"),
 )
 
 
