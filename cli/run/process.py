@@ -64,7 +64,8 @@ class ToolProcess:
                 # that the tool's program and all it starts run inside it.
                 from functools import partial
 
-                from acor.cli.sandbox.enter import enter
+                from acor.cli.sandbox.enter import enter, libc
+                libc()  # loaded here: a child of threads must not dlopen
                 enter_box = partial(enter, sandbox)
             try:
                 self.proc = subprocess.Popen(
