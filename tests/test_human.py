@@ -190,6 +190,16 @@ class Terminal:
                 raise AssertionError(f"ended before {text!r}: {self.seen!r}")
         return self.seen.decode(errors="replace")
 
+    def echo_off(self, timeout: float = 30) -> None:
+        """Wait until the terminal no longer echoes what is typed (a
+        hidden prompt turns echo off after writing its text)."""
+        import termios
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(self.fd)[3] & termios.ECHO:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"echo never went off: {self.seen!r}")
+            self._read(0.01)
+
     def type(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\r")
 
@@ -278,6 +288,7 @@ def test_a_secret_is_typed_unseen_and_reaches_only_the_tool(humans):
     shown = term.expect("secret: not shown as you type")
     assert "login asks a person to approve" in shown
     term.expect(": ")
+    term.echo_off()  # what the person types from here is not shown
     term.type(SECRET)
     assert term.finish() == 0, term.text
     assert (humans.root / "got-token").read_text() == SECRET
