@@ -172,14 +172,28 @@ def _ask(field: Field) -> object:
     types = {"integer": int, "number": float}
     kind = types.get(field.kind, str)
     while True:
-        value = click.prompt(prompt, type=kind, hide_input=field.secret,
-                             default=None if field.secret or field.human
-                             else prop.get("default"),
-                             show_default=not field.secret)
+        if field.secret:
+            value = _secret(prompt)
+        else:
+            value = click.prompt(prompt, type=kind,
+                                 default=None if field.human
+                                 else prop.get("default"))
         problem = _problem(prop, value)
         if problem is None:
             return value
         click.echo(f"  {problem}", err=True)
+
+
+def _secret(prompt: str) -> str:
+    """A secret, typed unseen. getpass turns the terminal's echo off
+    before it writes the prompt, so nothing typed after the prompt shows
+    (some click versions write the prompt first); an empty answer is
+    asked again."""
+    import getpass
+    while True:
+        value = getpass.getpass(prompt + ": ")
+        if value:
+            return value
 
 
 def _problem(prop: dict, value: object) -> str | None:
