@@ -285,6 +285,8 @@ def test_a_box_the_kernel_cannot_enforce_is_not_run(boxed):
     assert "Landlock" in done.stdout
     assert "acor --no-sandbox probe write out/never.txt" in done.stdout
     assert "sandbox: off" in done.stdout
+    # Shown for a person, never the next command an agent would follow.
+    assert "**Next**: acor doctor" in done.stdout
     # The override, as the error gives it, runs it.
     (boxed.root / "out").mkdir(exist_ok=True)
     assert acor(boxed, "--no-sandbox", "probe", "write",

@@ -338,15 +338,20 @@ def _remove_tmpdir(run_env) -> None:
 
 
 def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
-    """Fail closed: a declared sandbox this kernel cannot enforce."""
-    rerun = ["acor", "--no-sandbox", spec.name, *policy.args]
+    """Fail closed: a declared sandbox this kernel cannot enforce. The
+    override is shown for a person to choose, never as the next command:
+    an agent that follows `next` must not leave the box on its own."""
+    import shlex
+    unboxed = shlex.join(["acor", "--no-sandbox", spec.name, *policy.args])
     return Error(
         f"Tool '{spec.name}' declares a sandbox this kernel cannot enforce",
         "E_SANDBOX_UNAVAILABLE", "missing: " + "; ".join(lacks),
-        "The tool was not run. Run it on a kernel that offers these, or, "
-        "if you trust it to run with all your rights, without the sandbox: "
-        "`--no-sandbox` (below), or `sandbox: off` in .acor/config.yaml.",
-        rerun)
+        "The tool was not run. Run it on a kernel that offers these (`acor "
+        "doctor` says what this one does). Only if a person trusts the tool "
+        "with all their rights, they may run it without the sandbox: "
+        f"`{unboxed}`, or put `sandbox: off` in .acor/config.yaml. An "
+        "agent should ask its user, not do this itself.",
+        ["acor", "doctor"])
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:
