@@ -5,7 +5,9 @@ the official MCP client against a real ``acor mcp``)."""
 
 import json
 import os
+import signal
 import subprocess
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -724,6 +726,49 @@ async def test_heartbeats_reach_mcp_clients_as_progress(project, mode):
     # each above the last (a client ignores a value that does not rise).
     assert len(seen) >= 3, seen
     assert seen == sorted(seen) and len(set(seen)) == len(seen)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("kind", ["shell", "python"])
+async def test_a_setsid_daemon_never_outlives_an_mcp_call(project, tmp_path,
+                                                          kind):
+    """Issue 20, item 8: a daemon that leaves the tool's group with setsid
+    is ended when the call ends under `acor mcp`, for a program that is
+    not a Python tool (once left running) as for a Python one."""
+    pytest.importorskip("mcp", reason="needs the mcp extra")
+    from mcp import Client
+    from mcp_helpers import acor_mcp_stdio
+
+    from conftest import pid_alive
+    pid_file = tmp_path / "daemon.pid"
+    if kind == "shell":
+        project.add_wrapped("spawner", [
+            "bash", "-c", "setsid sleep 60 >/dev/null 2>&1 </dev/null & "
+            f"echo $! > '{pid_file}'; echo started"])
+    else:
+        project.add_tool("spawner", f"""
+            import subprocess
+            from acor import AcorTool
+            with AcorTool() as tool:
+                daemon = subprocess.Popen(["setsid", "sleep", "60"],
+                                          stdout=subprocess.DEVNULL,
+                                          stderr=subprocess.DEVNULL)
+                open({str(pid_file)!r}, "w").write(str(daemon.pid))
+                tool.output("started")
+        """)
+    async with Client(acor_mcp_stdio(project)) as client:
+        result = await client.call_tool("spawner", {"argv": []})
+        assert not result.is_error, result
+        pid = int(pid_file.read_text())
+        # Ended when the call ended, while the server still serves.
+        for _ in range(300):
+            if not pid_alive(pid):
+                break
+            time.sleep(0.01)
+        alive = pid_alive(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the daemon outlived its call"
 
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--timeout", "0"],

@@ -268,3 +268,62 @@ def test_a_changed_entry_is_compiled_again(tools, starter):
     entry = tools.root / "tools" / "v" / "v.py"
     entry.write_text(entry.read_text().replace('"v": 1', '"v": 22'))
     assert run("v", [], warm=starter).data == {"v": 22}
+
+
+PROGRAM_REPORT = [
+    "bash", "-c",
+    'trap -p; echo "cwd=$PWD sid=$(ps -o sid= -p $$ | tr -d " ") pid=$$ '
+    'probe=$WARM_PROBE fds=$(ls /proc/$$/fd | wc -l)"; '
+    'grep -E "^Sig(Ign|Blk)" /proc/$$/status; cat']
+
+
+def test_a_program_the_server_executes_starts_as_a_cold_one(tools, starter):
+    """A tool that is not a Python entry is executed by a process the
+    server forks (so that it is supervised alike): what it sees of its
+    start is what a cold start gives it, fresh signal dispositions and
+    descriptors included."""
+    tools.add_wrapped("shell", PROGRAM_REPORT)
+    (tools.root / "sub").mkdir()
+    from acor.cli.discovery.registry import load_registry
+    cold, warm = both("shell", [], starter, env={"WARM_PROBE": "yes"},
+                      cwd=str(tools.root / "sub"),
+                      registry=load_registry(cwd=str(tools.root)))
+    assert cold.state == warm.state == "complete", (cold.errors, warm.errors)
+
+    def seen(result):
+        text = "".join(e.text for e in result.events
+                       if type(e).__name__ == "Output")
+        fields = dict(word.split("=", 1) for word in text.split()
+                      if "=" in word)
+        assert fields.pop("sid") == fields.pop("pid")  # a session of its own
+        return fields, [line for line in text.splitlines()
+                        if line.startswith("Sig")]
+    assert seen(warm) == seen(cold)
+    assert seen(warm)[0]["probe"] == "yes"
+
+
+def test_a_program_that_cannot_start_fails_as_it_does_cold(tools, starter):
+    tools.add_wrapped("missing", ["/nonexistent/program", "x"])
+    tools.add_wrapped("not-executable", [str(tools.root)])
+    for name in ("missing", "not-executable"):
+        cold, warm = both(name, [], starter)
+        assert [e.to_dict() for e in warm.errors] == \
+            [e.to_dict() for e in cold.errors], name
+        assert (warm.exit_code, warm.state) == (cold.exit_code, cold.state)
+        assert warm.errors[0].code == "E_TOOL_NOT_RUNNABLE"
+    assert starter.serving()  # a failed start does not end the server
+
+
+def test_a_shell_tools_daemon_is_ended_with_its_run(tools, starter,
+                                                    tmp_path):
+    pid_file = tmp_path / "pid"
+    tools.add_wrapped("spawner", [
+        "bash", "-c", "setsid sleep 60 >/dev/null 2>&1 </dev/null & "
+        f"echo $! > '{pid_file}'"])
+    result = run("spawner", [], warm=starter)
+    assert result.state == "complete", result.errors
+    pid = int(pid_file.read_text())
+    alive = pid_alive(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive

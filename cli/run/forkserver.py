@@ -11,6 +11,10 @@ sandbox). The server forks the tool, which makes a session of its own,
 takes the call's standard streams, descriptors, environment and directory,
 applies the sandbox, and returns to the top of this interpreter, which runs
 the tool's entry as ``__main__`` and ends as a script ends (:func:`exit`).
+A request marked ``exec`` (a tool that is not a Python entry, or one that
+must start in a fresh interpreter) is a program the forked process
+executes instead: it is supervised the same way, so that no path of a
+long-lived caller leaves a daemon behind.
 
 On the call's socket the server says ``pid N``, then ``exit STATUS``; the
 client answers ``reap`` once it has read the tool's pipes, and the server
@@ -28,6 +32,7 @@ little as it can.
 
 from __future__ import annotations
 
+import errno
 import gc
 import marshal
 import os
@@ -136,12 +141,29 @@ def _accept(control: socket.socket, running: dict):
     if request is None or len(fds) != 1 + len(targets):
         _close(fds)
         return None
-    code = _code_of(entry)
+    program = bool(request.get("exec"))
+    code = None if program else _code_of(entry)
+    # A program's process says on this pipe why it could not exec; an
+    # exec that succeeds closes it (close-on-exec) with nothing said.
+    report_r, report_w = os.pipe() if program else (None, None)
     pid = os.fork()
     if pid == 0:
-        return request, fds, targets, code
+        if report_r is not None:
+            os.close(report_r)
+        return request, fds, targets, code, report_w
     sock = socket.socket(fileno=fds[0])
     _close(fds[1:])
+    if report_r is not None and report_w is not None:
+        os.close(report_w)
+        failure = _read_to_end(report_r)
+        if failure:  # it never ran: say why, as a spawn that fails would
+            os.waitpid(pid, 0)
+            try:
+                sock.sendall(b"error " + failure + b"\n")
+            except OSError:
+                pass
+            sock.close()
+            return None
     try:
         call = _Call(pid, sock)
         sock.sendall(b"pid %d\n" % pid)
@@ -258,14 +280,31 @@ def _exit_code(value) -> int:
     return 1
 
 
-def _become_tool(request: dict, fds: list[int], targets: list[int], code):
+def _read_to_end(fd: int) -> bytes:
+    data = b""
+    while True:
+        try:
+            chunk = os.read(fd, 512)
+        except InterruptedError:
+            continue
+        if not chunk:
+            os.close(fd)
+            return data[:512]
+        data += chunk
+
+
+def _become_tool(request: dict, fds: list[int], targets: list[int], code,
+                 report: int | None):
     """In the tool's process: its session, streams, descriptors,
-    environment and directory; then its code, to run as
-    ``__main__`` at the top of the interpreter."""
+    environment and directory; then a program is executed in it (with
+    ``report`` to say why it could not be), or the code of a Python entry
+    is returned, to run as ``__main__`` at the top of the interpreter."""
     os.setsid()
     libc = _libc()
     if libc is not None:  # its orphans stay its own while it runs
         libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    if report is not None:
+        _exec_program(request, fds, targets, report)
     _place(fds[1:], targets)
     os.chdir(request["cwd"])
     _set_environment(request["env"])
@@ -312,6 +351,40 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code):
     return code, main.__dict__
 
 
+def _exec_program(request: dict, fds: list[int], targets: list[int],
+                  report: int) -> None:
+    """Replace this process with the request's program; never returns.
+    What a spawn would raise is written on ``report`` instead: an errno,
+    or ``sandbox`` when the box could not be entered."""
+    import fcntl
+    # Above every target, so that placing the descriptors cannot take it.
+    lifted = fcntl.fcntl(report, fcntl.F_DUPFD_CLOEXEC, max(targets) + 1)
+    os.close(report)
+    try:
+        _place(fds[1:], targets, keep=lifted)
+        # Ignored signals stay ignored across exec: give the program the
+        # defaults a fresh process has (the interpreter ignores these).
+        for name in ("SIGPIPE", "SIGXFSZ"):
+            sig = getattr(signal, name, None)
+            if sig is not None:
+                signal.signal(sig, signal.SIG_DFL)
+        os.chdir(request["cwd"])
+        if request.get("sandbox") is not None:
+            from acor.cli.sandbox.enter import enter
+            enter(request["sandbox"])
+        argv = request["argv"]
+        os.execvpe(argv[0], argv, request["env"])
+    except BaseException as exc:
+        from acor.cli.sandbox.enter import SandboxError
+        said = (b"sandbox" if isinstance(exc, SandboxError) else
+                b"%d" % exc.errno if isinstance(exc, OSError) and exc.errno
+                else b"%d" % errno.ENOEXEC)
+        try:
+            os.write(lifted, said)
+        finally:
+            os._exit(127)
+
+
 def _set_environment(env: dict) -> None:
     """Make ``os.environ`` (and the C environment) exactly ``env``,
     changing only what differs from the server's: most of a tool's
@@ -324,17 +397,19 @@ def _set_environment(env: dict) -> None:
             current[key] = value
 
 
-def _place(fds: list[int], targets: list[int]) -> None:
+def _place(fds: list[int], targets: list[int],
+           keep: int | None = None) -> None:
     """Put each received descriptor on its target number (0, 1, 2, then
-    the passed ones) and close every other descriptor: first lift them all
-    above every target, so that no dup2 overwrites one still to place."""
+    the passed ones) and close every other descriptor but ``keep``: first
+    lift them all above every target, so that no dup2 overwrites one
+    still to place."""
     import fcntl
     low = max(targets) + 1
     lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low) for fd in fds]
     for fd, target in zip(lifted, targets, strict=True):
         os.dup2(fd, target)  # inheritable: the tool's programs get them
     start = 3
-    for target in sorted(set(targets)):
+    for target in sorted({*targets, *(() if keep is None else (keep,))}):
         if target >= start:
             os.closerange(start, target)
             start = target + 1

@@ -275,14 +275,17 @@ def project_python(cwd: Optional[str], config) -> str:
 
 
 def _spawn(warm, spec, argv, **how):
-    """The tool's process: forked warm when it may be, else started."""
+    """The tool's process: forked warm when it may be, else executed by
+    the fork server (a long-lived caller's supervisor of every tool), else
+    started on its own."""
     alone = how.pop("alone", False)
-    if warm is not None and spec.warm and warm.eligible(argv, how["env"]):
+    if warm is not None and warm.serving():
         from acor.cli.run.warm import WarmStartUnavailable
+        python = spec.warm and warm.eligible(argv, how["env"])
         try:
-            return warm.spawn(argv, **how)
+            return warm.spawn(argv, program=not python, **how)
         except WarmStartUnavailable:
-            pass  # the server is gone: this run starts cold
+            pass  # the server is gone: this run starts on its own
     return process.ToolProcess(argv, alone=alone, **how)
 
 

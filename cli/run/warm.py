@@ -12,12 +12,16 @@ code, and nothing left behind when it is reaped. The server side is
 A tool is eligible when its entry is a Python file run by this interpreter
 and its manifest does not say ``"warm": false``, and when the call's
 environment sets no ``PYTHON*`` variable other than the server's (those
-shape an interpreter's start-up, which a fork does not redo). Anything else
-starts cold, as before; so does every run when the server cannot start.
+shape an interpreter's start-up, which a fork does not redo). Any other
+tool is executed by a process the server forks (:meth:`WarmStarter.
+spawn` with ``program=True``): a fresh start, with the same supervision,
+so that a daemon a shell tool leaves is ended as a Python tool's is. Only
+when the server cannot start does a run start on its own.
 """
 
 from __future__ import annotations
 
+import errno
 import marshal
 import os
 import select
@@ -70,18 +74,26 @@ class WarmStarter:
                 self._server.poll() is None and
                 _python_vars(env) == self._python_env)
 
+    def serving(self) -> bool:
+        """Whether the server is there to start a call."""
+        return self._server.poll() is None
+
     def spawn(self, argv: Sequence[str], *, cwd: Optional[str],
               env: Mapping[str, str], pass_fds: Sequence[int] = (),
-              inherit_stdin: bool = False,
-              sandbox: Optional[dict] = None) -> WarmProcess:
-        """Start ``argv`` (eligible, see :meth:`eligible`) forked from the
-        server; raises :class:`WarmStartUnavailable` if it cannot."""
+              inherit_stdin: bool = False, sandbox: Optional[dict] = None,
+              program: bool = False) -> WarmProcess:
+        """Start ``argv`` forked from the server: a Python entry (eligible,
+        see :meth:`eligible`), or with ``program`` any command, executed.
+        Raises :class:`WarmStartUnavailable` if the server cannot, and
+        what a spawn raises (:class:`OSError`) if the command cannot
+        start."""
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         widen_pipe(out_r)
         stdin = 0 if inherit_stdin else os.open(os.devnull, os.O_RDONLY)
         call, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        request = {"argv": list(argv[2:]), "env": dict(env),
+        request = {"argv": list(argv if program else argv[2:]),
+                   "exec": program, "env": dict(env),
                    "cwd": os.path.abspath(cwd or os.getcwd()),
                    "pass_fds": list(pass_fds)}
         if sandbox is not None:
@@ -102,7 +114,7 @@ class WarmStarter:
             theirs.close()
         try:
             return WarmProcess(call, out_r, err_r)
-        except WarmStartUnavailable:
+        except (WarmStartUnavailable, OSError):
             for fd in (out_r, err_r):
                 os.close(fd)
             call.close()
@@ -140,6 +152,8 @@ class WarmProcess:
         self._buffer = b""
         self.returncode: Optional[int] = None
         line = self._line(timeout=10.0)
+        if line is not None and line.startswith(b"error "):
+            raise _start_error(line[6:])
         if line is None or not line.startswith(b"pid "):
             raise WarmStartUnavailable("the fork server did not start it")
         self.pid = int(line[4:])
@@ -198,6 +212,20 @@ class WarmProcess:
         self._call.close()
         for stream in (self.proc.stdout, self.proc.stderr):
             stream.close()
+
+
+def _start_error(said: bytes) -> OSError:
+    """What a spawn raises, from what the server said of a program that
+    could not start."""
+    if said == b"sandbox":
+        from acor.cli.sandbox.enter import SandboxError
+        return SandboxError(1, "the tool's process could not enter its "
+                            "sandbox")
+    try:
+        number = int(said)
+    except ValueError:
+        number = errno.ENOEXEC
+    return OSError(number, os.strerror(number))
 
 
 def _python_vars(env: Mapping[str, str], exclude=()) -> dict:
