@@ -771,6 +771,85 @@ async def test_a_setsid_daemon_never_outlives_an_mcp_call(project, tmp_path,
     assert not alive, "the daemon outlived its call"
 
 
+# What a tool wrote, and the form field a client is asked with (None: no
+# field is left to ask for).
+ODD_FIELDS = {
+    "enum of 5": ('{"choice": {"type": "string", "enum": 5}}',
+                  {"type": "string"}),
+    "mixed enum": ('{"choice": {"type": "string", "enum": [1, null, "x"]}}',
+                   {"type": "string", "enum": ["x"]}),
+    "wrong types": ('{"choice": {"type": ["string"], "minimum": "x", '
+                    '"default": {"a": 1}, "description": 7}}',
+                    {"type": "string"}),
+    "huge number": ('{"choice": {"type": "integer", "maximum": 1e999}}',
+                    {"type": "integer"}),
+    "not an object": ('{"choice": 5, "bad name!": {"type": "string"}}',
+                      {"type": "string"}),
+    "no field left": ('{"bad name!": {"type": "string"}}', None),
+}
+ODD_TOOL = """#!/usr/bin/env bash
+source "$ACOR_SH"
+acor_start
+for arg in "$@"; do case $arg in --choice) exit 0 ;; esac; done
+acor_input_needed "pick one$(printf '\\001')" "$ODD"
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode, elicits", [
+    ("legacy", None), ("auto", None), ("legacy", "accept"),
+    ("auto", "accept"), ("legacy", "error")])
+@pytest.mark.parametrize("odd", list(ODD_FIELDS))
+async def test_an_odd_input_needed_is_a_tool_result_never_code_0(
+        project, mode, elicits, odd):
+    """Issue 20, item 10: an honest tool's odd Input Needed (fields the
+    library would refuse, written by acor.sh) is read as a form any client
+    can show, and a client that answers the question with an error gets a
+    tool result naming it, with what is needed and the next call. (At
+    2026-07-28 the client asks on its own side: an error there is its.)"""
+    pytest.importorskip("mcp", reason="needs the mcp extra")
+    import mcp_types as types
+    from mcp import Client
+    from mcp_helpers import acor_mcp_stdio
+    written, form_field = ODD_FIELDS[odd]
+    folder = project.root / "tools" / "odd"
+    folder.mkdir(parents=True)
+    (folder / "odd.sh").write_text(ODD_TOOL.replace(
+        '"$ODD"', "'" + written + "'"))
+    (folder / "odd.sh").chmod(0o755)
+    (folder / "manifest.json").write_text(json.dumps({
+        "name": "odd", "version": "1.0.0", "description": "asks oddly",
+        "entry": "odd.sh", "args": {"type": "object", "properties": {
+            "choice": {"type": "string", "x-acor": {"flag": "--choice"}}}}}))
+    asked = []
+
+    async def elicitation(ctx, params):
+        asked.append(params.requested_schema)
+        if elicits == "error":
+            return types.ErrorData(code=-32601, message="no forms here")
+        return types.ElicitResult(action="accept", content={"choice": "x"})
+    async with Client(acor_mcp_stdio(project), mode=mode,
+                      elicitation_callback=elicitation if elicits else None
+                      ) as client:
+        result = await client.call_tool("odd", {})
+    text = "\n".join(block.text for block in result.content)
+    assert not result.is_error, text
+    if form_field is None:
+        assert asked == [] and "pick one" in text
+        return
+    if elicits:
+        assert asked == [{"type": "object", "required": ["choice"],
+                          "properties": {"choice": form_field}}]
+    if elicits == "accept":  # answered, then run again with the answer
+        assert result.meta["acor/result"]["exit_code"] == 0, text
+        return
+    assert result.meta["acor/result"]["state"] == "input_needed"
+    assert "\x01" not in text and "pick one" in text
+    assert f"- choice: ({form_field['type']}" in text
+    assert '"choice": "<choice>"' in text  # the exact next call
+    assert ("error -32601: no forms here" in text) == (elicits == "error")
+
+
 @pytest.mark.parametrize("args", [["--bogus"], ["--timeout", "0"],
                                   ["--tools", " , "], ["--port", "80"],
                                   ["extra"]])

@@ -80,6 +80,11 @@ TITLE = st.builds("{}{}".format, TEXT, st.just("") | DANGEROUS | CLOSING)
 CODES = st.from_regex(r"[A-Za-z0-9_.:-]{1,64}", fullmatch=True)
 # A path must be one line; that it exists or not does not matter here.
 PATHS = st.text(st.characters(blacklist_characters="\r\n"), min_size=1)
+SCALAR = {"string": st.text(max_size=20),
+          "integer": st.integers(-10**15, 10**15),
+          "number": st.integers(-10**15, 10**15) |
+          st.floats(-1e300, 1e300),
+          "boolean": st.booleans()}
 JSON_DATA = st.recursive(
     st.none() | st.booleans() | st.integers() | TEXT,
     lambda inner: st.lists(inner, max_size=3)
@@ -245,10 +250,44 @@ def test_property_error_next_round_trips(title, code, details, recovery,
        next=st.none() | ARGV)
 def test_property_input_needed_fields_round_trip(message, fields, audience,
                                                  next):
+    """Whatever fields are written, they are read as a form (issue 20,
+    item 10): what the library would accept, the rest left out."""
+    from acor.checks import read_input_fields
     event = InputNeeded(message, fields, audience, next)
     assert parse(render(event)) == [InputNeeded(
-        fold_newlines(message), fields, fold_newlines(audience),
-        folded_argv(next))]
+        fold_newlines(message), read_input_fields(fields),
+        fold_newlines(audience), folded_argv(next))]
+
+
+NAME = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
+VALID_FIELD = st.sampled_from(["string", "integer", "number", "boolean"]
+                              ).flatmap(lambda kind: st.fixed_dictionaries(
+    {"type": st.just(kind)},
+    optional={"description": st.text(max_size=50),
+              "enum": st.lists(SCALAR[kind], min_size=1, max_size=4),
+              "default": SCALAR[kind],
+              **({"minimum": SCALAR["number"], "maximum": SCALAR["number"]}
+                 if kind in ("integer", "number") else {})}))
+
+
+@fuzz
+@given(fields=st.dictionaries(NAME, VALID_FIELD, min_size=1, max_size=4))
+def test_property_fields_the_library_accepts_round_trip_whole(fields):
+    from acor.checks import input_fields
+    assert input_fields(fields) == fields
+    [event] = parse(render(InputNeeded("pick", fields)))
+    assert event.fields == fields
+
+
+@fuzz
+@given(fields=JSON_DATA | st.dictionaries(TEXT | NAME, JSON_DATA))
+def test_fuzz_any_fields_a_tool_writes_are_read_as_a_form(fields):
+    """Issue 20, item 10: an honest but odd Input Needed (an enum of 5, a
+    default of the wrong type, a name that is no argument's) is read as
+    fields every reader can show: what the library itself would write."""
+    from acor.checks import input_fields
+    [event] = parse(render(InputNeeded("pick", fields)))
+    assert event.fields is None or input_fields(event.fields) == event.fields
 
 
 # --- 2. the markdown-it oracle --------------------------------------------

@@ -30,7 +30,7 @@ from acor import __version__, exitcodes
 
 from acor.cli.mcp.boot import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE,
                                Opening, Wire)
-from acor.cli.mcp.calls import CallHandler
+from acor.cli.mcp.calls import CallHandler, protocol_error
 from acor.cli.mcp.keys import request_state_security
 from acor.cli.mcp.versions import MODERN_VERSIONS
 
@@ -52,7 +52,11 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
     async def list_tools(ctx, params) -> dict:
         # Discovery stats files: off the event loop, like every run. A plain
         # dict: the SDK validates the result once, for the client's version.
-        listing = {"tools": await anyio.to_thread.run_sync(catalog.listing)}
+        try:
+            tools = await anyio.to_thread.run_sync(catalog.listing)
+        except Exception as exc:
+            raise protocol_error(exc, "the tools listing") from None
+        listing = {"tools": tools}
         if ctx.protocol_version in MODERN_VERSIONS:
             # Required at 2026-07-28; 0 and private: re-list freely, never
             # share one user's listing with another.

@@ -27,6 +27,7 @@ import json
 import os
 import secrets
 import time
+from functools import partial
 
 import anyio
 import mcp_types as types
@@ -81,12 +82,19 @@ class CallHandler:
                            f"Unknown tool: {params.name!r} (tools/list "
                            "names every tool this server runs)")
         relay = ProgressRelay(ctx.session.report_progress)
+        failure: Exception | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(relay.pump)
             try:
                 reply = await self._call(ctx, params, spec, registry, relay)
+            except Exception as exc:
+                # Raised out of the group, it would reach the SDK wrapped in
+                # an ExceptionGroup, which it answers with code 0.
+                failure = exc
             finally:
                 tg.cancel_scope.cancel()
+        if failure is not None:
+            raise protocol_error(failure, f"the call to {spec.name!r}")
         await relay.flush()  # the latest progress goes out before the result
         if isinstance(reply, dict):
             return types.CallToolResult.model_validate(reply)
@@ -148,11 +156,13 @@ class CallHandler:
             form = None if out_of_band else _form(fields, schema)
             how = _how_to_ask(ctx, url=out_of_band) \
                 if out_of_band or form is not None else None
+            # What is needed and the exact next call, for a client that
+            # does not ask (or could not).
+            needs = partial(results.input_needed_text, spec.name, needed,
+                            arguments if schema else None, person=person,
+                            command=command, out_of_band=out_of_band)
             if how is None or rounds >= MAX_ROUNDS:
-                return _with_text(reply, results.input_needed_text(
-                    spec.name, needed, arguments if schema else None,
-                    person=person, command=command,
-                    out_of_band=out_of_band))
+                return _with_text(reply, needs())
             rounds += 1
             asked |= {f.name for f in fields}
             lines = request_lines(spec.name, spec.version, command,
@@ -165,41 +175,55 @@ class CallHandler:
                 "asked": sorted(asked), "command": command,
                 "expires": time.time() + APPROVAL_TTL,
                 "nonce": secrets.token_hex(12)}
-            if out_of_band:
-                page = self.pages.open(lines, fields)
-                message = _url_message(lines)
-                if how == "mrtr":
+            if how == "mrtr":  # the client asks, then calls again
+                if out_of_band:
+                    page = self.pages.open(lines, fields)
                     return _input_required_url(
-                        fields, message, page.url,
-                        {**base_state, "page": page.id,
-                         "key": _key(fields)})
+                        fields, _url_message(lines), page.url,
+                        {**base_state, "page": page.id, "key": _key(fields)})
+                return _input_required(
+                    fields, "\n".join(lines), form,
+                    {**base_state, "human": human, "key": _key(fields)})
+            try:
+                got = await self._ask(ctx, lines, fields, form, out_of_band)
+            except MCPError as exc:  # the client could not ask after all
+                return _with_text(reply, _not_asked(exc) + needs())
+            if isinstance(got, str):  # not answered: why
+                return _with_text(reply, got)
+            _split(got, fields, answers, human)
+
+    async def _ask(self, ctx, lines, fields, form, out_of_band
+                   ) -> dict | str:
+        """Ask the client now (``elicitation/create``): the answers, or
+        the text that says why there are none. Raises the client's
+        :class:`MCPError` when it answers the request with one."""
+        page = self.pages.open(lines, fields) if out_of_band else None
+        try:
+            if page is not None:
                 answer = await ctx.session.elicit_url(
-                    message, page.url, page.id,
+                    _url_message(lines), page.url, page.id,
                     related_request_id=ctx.request_id)
-                if answer.action != "accept":
-                    self.pages.close(page)
-                    return _with_text(reply, _declined_text(answer.action))
-                got = await self.pages.wait(page)
-                try:
-                    await ctx.session.send_elicit_complete(
-                        page.id, related_request_id=ctx.request_id)
-                except Exception:  # the notice is a courtesy
-                    pass
-                if got is None:
-                    return _with_text(reply, _refused_text())
             else:
-                if how == "mrtr":
-                    return _input_required(
-                        fields, "\n".join(lines), form,
-                        {**base_state, "human": human,
-                         "key": _key(fields)})
                 answer = await ctx.session.elicit_form(
                     "\n".join(lines), form,
                     related_request_id=ctx.request_id)
-                if answer.action != "accept":
-                    return _with_text(reply, _declined_text(answer.action))
-                got = _answers(answer, [f.name for f in fields])
-            _split(got, fields, answers, human)
+        except MCPError:
+            if page is not None:
+                self.pages.close(page)
+            raise
+        if answer.action != "accept":
+            if page is not None:
+                self.pages.close(page)
+            return _declined_text(answer.action)
+        if page is None:
+            return _answers(answer, [f.name for f in fields])
+        got = await self.pages.wait(page)
+        try:
+            await ctx.session.send_elicit_complete(
+                page.id, related_request_id=ctx.request_id)
+        except Exception:  # the notice is a courtesy
+            pass
+        return _refused_text() if got is None else got
 
     def _fresh(self, state: dict) -> None:
         """A retry's state: unexpired, and used once (an answer approves
@@ -467,6 +491,29 @@ def _declined_text(action: str | None) -> str:
 def _refused_text() -> str:
     return ("The person refused on the page, or did not answer in time: "
             "nothing was approved and the tool was not run again.")
+
+
+def _not_asked(exc: MCPError) -> str:
+    """The first line of a result whose question the client answered with
+    an error: which one (its text is the client's: data, bounded)."""
+    return (f"The client could not ask the question (error "
+            f"{exc.error.code}: {exc.error.message[:300]}).\n")
+
+
+def protocol_error(exc: Exception, what: str) -> MCPError:
+    """What a request that failed in acor itself answers: its own protocol
+    error as it is, anything else as an internal error (-32603) that says
+    what happened; never the SDK's code 0. The traceback goes to the
+    server's log (stderr), which MCP clients keep."""
+    if isinstance(exc, MCPError):
+        return exc
+    import traceback
+    write_stderr(f"acor mcp: {what} failed in acor:\n" +
+                 "".join(traceback.format_exception(exc)))
+    return MCPError(types.INTERNAL_ERROR, (
+        f"acor could not complete {what}: {type(exc).__name__}: "
+        f"{str(exc)[:300]}. The server's log (stderr) has the details; "
+        "please report it."))
 
 
 def _with_text(reply: dict, extra: str) -> dict:

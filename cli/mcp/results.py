@@ -33,6 +33,7 @@ from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
 from acor.cli.output.budget import Note
 
 from acor.cli.mcp.versions import MODERN_VERSIONS
+from acor.cli.textsafe import strip_terminal
 
 
 def call_result(result, *, protocol_version: str, cwd: str) -> dict:
@@ -127,8 +128,10 @@ TOOL_PREFIX = "[tool output] "
 
 def acor_text(kind: str, value: str) -> dict:
     """A block acor itself wrote (a directive, suggestions, an error, what
-    to ask or do next): marked in ``_meta["acor/block"]``."""
-    return {"type": "text", "text": value, "_meta": {"acor/block": kind}}
+    to ask or do next): marked in ``_meta["acor/block"]``. What it quotes
+    of a tool is data: no escape sequence or control character passes."""
+    return {"type": "text", "text": strip_terminal(value),
+            "_meta": {"acor/block": kind}}
 
 
 def tool_text(value: str) -> dict:
