@@ -378,6 +378,53 @@ async def test_2026_request_state_is_sealed_and_bound_to_the_call():
 
 
 @pytest.mark.anyio
+async def test_a_replayed_or_expired_answer_is_refused_with_invalid_params(
+        monkeypatch):
+    """Issue 20, item 10: acor's own refusals keep their JSON-RPC code
+    (they reached the SDK wrapped by the call's task group, as code 0)."""
+    run = FakeRun(greet=asks_for("times", COUNT))
+    server = serve(spec("greet", args=GREET_ARGS), run=run)
+
+    async def answer(ctx, params):
+        return types.ElicitResult(action="accept", content={"times": 2})
+    async with Client(server, mode="2026-07-28",
+                      elicitation_callback=answer) as client:
+        first = await client.session.call_tool(
+            "greet", {"name": "Ada"}, allow_input_required=True)
+        answers = {"times": types.ElicitResult(
+            action="accept", content={"times": 2})}
+        again = dict(input_responses=answers, allow_input_required=True,
+                     request_state=first.request_state)
+        await client.session.call_tool("greet", {"name": "Ada"}, **again)
+        with pytest.raises(MCPError, match="already answered") as replayed:
+            await client.session.call_tool("greet", {"name": "Ada"}, **again)
+        second = await client.session.call_tool(
+            "greet", {"name": "Ada"}, allow_input_required=True)
+        import acor.cli.mcp.calls as calls
+        monkeypatch.setattr(calls.time, "time", lambda: 1e12)
+        with pytest.raises(MCPError, match="expired") as expired:
+            await client.session.call_tool(
+                "greet", {"name": "Ada"}, input_responses=answers,
+                request_state=second.request_state,
+                allow_input_required=True)
+    assert replayed.value.error.code == expired.value.error.code == \
+        types.INVALID_PARAMS
+
+
+@pytest.mark.anyio
+async def test_a_bug_in_acor_is_an_internal_error_not_code_0(capfd):
+    def broken(argv, emit, cancel):
+        raise RuntimeError("a bug")
+    server = serve(spec("greet", args=GREET_ARGS), run=FakeRun(greet=broken))
+    async with Client(server) as client:
+        with pytest.raises(MCPError) as failed:
+            await client.call_tool("greet", {"name": "Ada"})
+    assert failed.value.error.code == types.INTERNAL_ERROR
+    assert "RuntimeError: a bug" in failed.value.error.message
+    assert "Traceback" in capfd.readouterr().err  # the server's log
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("mode", MODES)
 async def test_without_elicitation_the_result_says_what_and_the_next_call(
         mode):

@@ -505,6 +505,9 @@ def protocol_error(exc: Exception, what: str) -> MCPError:
     error as it is, anything else as an internal error (-32603) that says
     what happened; never the SDK's code 0. The traceback goes to the
     server's log (stderr), which MCP clients keep."""
+    # A task group wraps what fails in it: the one error is what happened.
+    while isinstance(exc, ExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
     if isinstance(exc, MCPError):
         return exc
     import traceback
