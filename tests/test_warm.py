@@ -327,3 +327,36 @@ def test_a_shell_tools_daemon_is_ended_with_its_run(tools, starter,
     if alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive
+
+
+def test_the_spare_process_ends_with_the_server(tools):
+    """Between calls the server keeps a spare process forked for the next
+    one; closing the starter (or its caller exiting) ends it too."""
+    tools.add_tool("report", REPORT)
+    starter = WarmStarter()
+    try:
+        assert run("report", [], warm=starter).state == "complete"
+        server = starter._server.pid
+        spares = set()
+        for _ in range(200):  # forked once the call has ended
+            spares = {int(pid) for task in os.listdir(f"/proc/{server}/task")
+                      for pid in open(f"/proc/{server}/task/{task}/children"
+                                      ).read().split()}
+            if spares:
+                break
+            time.sleep(0.01)
+        assert len(spares) == 1, spares
+        # The next call is the spare's: it runs as the spare's pid.
+        pids = tools.root / "pids"
+        tools.add_tool("whoami", f"""
+            import os
+            from acor import AcorTool
+            with AcorTool() as tool:
+                open({str(pids)!r}, "w").write(str(os.getpid()))
+        """)
+        assert run("whoami", [], warm=starter).state == "complete"
+        assert {int(pids.read_text())} == spares
+    finally:
+        starter.close()
+    for pid in spares:
+        assert not pid_alive(pid), pid

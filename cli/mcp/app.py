@@ -182,10 +182,14 @@ async def _write_lines(wire, opening, receive, serving) -> None:
                 pending_drop = False
                 _check_early_answer(message, opening)
                 continue
-            data = message.model_dump_json(by_alias=True, exclude_unset=True)
+            data = message.model_dump_json(by_alias=True,
+                                           exclude_unset=True).encode()
             try:
-                await anyio.to_thread.run_sync(
-                    wire.write, data.encode() + b"\n")
+                # Most messages fit a pipe with room: written at once. A
+                # larger one, or a full pipe (a slow reader), waits in a
+                # worker thread, never on the event loop.
+                if not wire.try_write(data + b"\n"):
+                    await anyio.to_thread.run_sync(wire.write, data + b"\n")
             except OSError:
                 # The client is gone (EPIPE): stop every run, then exit.
                 serving.cancel()

@@ -15,6 +15,7 @@ this module does not know, is left for the SDK to answer.
 
 import json
 import os
+import select
 import sys
 import threading
 
@@ -101,12 +102,44 @@ class Wire:
             else:
                 self._eof = True
 
+    def try_write(self, data: bytes) -> bool:
+        """Write ``data`` now if that cannot block, from the event loop:
+        a message no larger than PIPE_BUF to a pipe that has room for it
+        (a pipe reports writable with at least that much free), while no
+        other thread is writing. False: nothing written, use :meth:`write`
+        from a worker thread."""
+        if len(data) > select.PIPE_BUF or not self._write_lock.acquire(
+                blocking=False):
+            return False
+        try:
+            if not _is_pipe(self.out_fd) or not select.select(
+                    [], [self.out_fd], [], 0)[1]:
+                return False
+            view = memoryview(data)
+            while view:  # one write, all of it, for a pipe with room
+                view = view[os.write(self.out_fd, view):]
+            return True
+        finally:
+            self._write_lock.release()
+
     def write(self, data: bytes) -> None:
         """Write all of ``data`` (a whole message and its newline)."""
         view = memoryview(data)
         with self._write_lock:
             while view:
                 view = view[os.write(self.out_fd, view):]
+
+
+_pipes: dict[int, bool] = {}
+
+
+def _is_pipe(fd: int) -> bool:
+    """Whether ``fd`` is a pipe (asked once: a socket or a file does not
+    promise what a pipe does of a write no larger than PIPE_BUF)."""
+    if fd not in _pipes:
+        import stat
+        _pipes[fd] = stat.S_ISFIFO(os.fstat(fd).st_mode)
+    return _pipes[fd]
 
 
 class Opening:

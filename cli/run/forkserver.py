@@ -18,12 +18,19 @@ long-lived caller leaves a daemon behind.
 
 On the call's socket the server says ``pid N``, then ``exit STATUS``; the
 client answers ``reap`` once it has read the tool's pipes, and the server
-ends what the tool left behind and says ``done``. What it leaves behind: the
-tool's group, and daemons that escaped it with ``setsid``. Those reach the
+ends what the tool left behind and says ``done``. A tool that left nothing
+behind is reported ``exit STATUS done``, and there is no reap to ask for.
+What it leaves behind: the tool's group, and daemons that escaped it with
+``setsid``. Those reach the
 server because the tool is the child-subreaper of its own tree (its orphans
 stay its children while it runs, as on the cold path they stay under the
 ``acor`` command) and the server is the subreaper of the tools: when a tool
 exits, its orphans become the server's children, ended at the next reap.
+
+While no tool runs, the server forks a spare: a process already in a
+session of its own that waits for the next Python call, so that a call
+does not wait for a fork (the fork is done between calls, not beside a
+running tool, which on a machine of few cores it would slow).
 
 Nothing of a tool is imported here: only the library, once, before the
 heap is frozen for the collector (``gc.freeze``), so that a fork copies as
@@ -68,10 +75,12 @@ class _Call:
     """A tool the server forked: its call's socket, and its pidfd until
     it has exited."""
 
-    def __init__(self, pid: int, sock: socket.socket) -> None:
+    def __init__(self, pid: int, sock: socket.socket,
+                 exit_fd: int | None = None) -> None:
         self.pid = pid
         self.sock = sock
-        self.exit_fd: int | None = os.pidfd_open(pid)
+        self.exit_fd: int | None = exit_fd if exit_fd is not None else \
+            os.pidfd_open(pid)
 
     def close(self) -> None:
         self.sock.close()
@@ -98,6 +107,15 @@ def serve():
     running: dict[int, _Call] = {}   # by pidfd: tools not yet exited
     ended: dict[int, _Call] = {}     # by socket fd: waiting for "reap"
     while True:
+        # Forked while no tool runs: on a machine of few cores a fork
+        # beside a running tool slows the tool more than it saves.
+        if not _spare and not running:
+            try:
+                forked = _fork_spare()
+            except OSError:  # no process to spare now: calls fork
+                forked = None
+            if forked is not None:  # in the spare, given its call
+                return _leave_server(control, running, ended, forked)
         watched = [control.fileno(), *running, *ended]
         try:
             ready, _, _ = select.select(watched, [], [])
@@ -107,17 +125,89 @@ def serve():
             if fd == control.fileno():
                 forked = _accept(control, running)
                 if forked is not None:  # in the forked tool's process
-                    # Closed before the tool's descriptors are placed: a
-                    # socket object closes its number when it is freed.
-                    control.close()
-                    for call in (*running.values(), *ended.values()):
-                        call.close()
-                    return _become_tool(*forked)
+                    return _leave_server(control, running, ended, forked)
             elif fd in running:
                 call = running.pop(fd)
-                _report_exit(call, ended)
+                _report_exit(call, running, ended)
             elif fd in ended:
                 _reap(ended.pop(fd), running)
+
+
+def _leave_server(control, running: dict, ended: dict, forked):
+    """In a tool's process: drop what is the server's, become the tool."""
+    # Closed before the tool's descriptors are placed: a socket object
+    # closes its number when it is freed.
+    control.close()
+    for call in (*running.values(), *ended.values()):
+        call.close()
+    return _become_tool(*forked)
+
+
+class _Spare:
+    """A process forked ahead of the next call, already in a session of
+    its own, waiting on ``sock`` for its request: a call then costs no
+    fork, which is done meanwhile for the call after."""
+
+    def __init__(self, pid: int, sock: socket.socket) -> None:
+        self.pid = pid
+        self.sock = sock
+        self.exit_fd = os.pidfd_open(pid)
+
+
+_spare: list[_Spare] = []  # the one spare, when there is one
+
+
+def _fork_spare():
+    """Fork the spare; in the spare, once its request has come, return
+    what its tool needs (:func:`_become_tool`'s arguments)."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    pid = os.fork()
+    if pid == 0:
+        mine.close()
+        _detach()
+        try:
+            message, fds, _, _ = socket.recv_fds(theirs, MAX_REQUEST,
+                                                 MAX_FDS)
+        except OSError:
+            os._exit(0)
+        if not message:  # the server is gone, or ends
+            os._exit(0)
+        theirs.close()
+        request = marshal.loads(message)
+        targets = [0, 1, 2, *request["pass_fds"]]
+        # The call's socket is the server's: fds[0] here is a placeholder.
+        return request, [-1, *fds], targets, _code_of(request["argv"][0]), \
+            None
+    theirs.close()
+    _spare.append(_Spare(pid, mine))
+    return None
+
+
+def _hand_to_spare(message: bytes, fds: list[int]) -> _Spare | None:
+    """Give a Python call to the spare: the spare now, or None when there
+    is none (or it died: a call is then forked as before)."""
+    if not _spare:
+        return None
+    spare = _spare.pop()
+    try:
+        socket.send_fds(spare.sock, [message], fds)
+    except OSError:
+        _kill_group(spare.pid)
+        os.waitpid(spare.pid, 0)
+        os.close(spare.exit_fd)
+        return None
+    finally:
+        spare.sock.close()
+    return spare
+
+
+def _end_spare() -> None:
+    while _spare:
+        spare = _spare.pop()
+        spare.sock.close()  # it reads the end, and leaves
+        os.kill(spare.pid, signal.SIGKILL)
+        os.waitpid(spare.pid, 0)
+        os.close(spare.exit_fd)
 
 
 def _accept(control: socket.socket, running: dict):
@@ -142,6 +232,12 @@ def _accept(control: socket.socket, running: dict):
         _close(fds)
         return None
     program = bool(request.get("exec"))
+    spare = None if program else _hand_to_spare(message, fds[1:])
+    if spare is not None:
+        sock = socket.socket(fileno=fds[0])
+        _close(fds[1:])
+        _code_of(entry)  # compiled here too: the next spare inherits it
+        return _started(spare.pid, sock, running, spare.exit_fd)
     code = None if program else _code_of(entry)
     # A program's process says on this pipe why it could not exec; an
     # exec that succeeds closes it (close-on-exec) with nothing said.
@@ -150,6 +246,7 @@ def _accept(control: socket.socket, running: dict):
     if pid == 0:
         if report_r is not None:
             os.close(report_r)
+        _detach()
         return request, fds, targets, code, report_w
     sock = socket.socket(fileno=fds[0])
     _close(fds[1:])
@@ -164,8 +261,14 @@ def _accept(control: socket.socket, running: dict):
                 pass
             sock.close()
             return None
+    return _started(pid, sock, running)
+
+
+def _started(pid: int, sock: socket.socket, running: dict,
+             exit_fd: int | None = None) -> None:
+    """Say the tool's pid on its call's socket, and watch for its exit."""
     try:
-        call = _Call(pid, sock)
+        call = _Call(pid, sock, exit_fd)
         sock.sendall(b"pid %d\n" % pid)
     except OSError:
         _kill_group(pid)
@@ -176,16 +279,43 @@ def _accept(control: socket.socket, running: dict):
     return None
 
 
-def _report_exit(call: _Call, ended: dict) -> None:
+def _report_exit(call: _Call, running: dict, ended: dict) -> None:
+    """Say how the tool exited. When it left nothing behind (its group is
+    empty and no orphan came to the server) there is nothing to reap: say
+    ``done`` with it, and the client need not ask (the common case: one
+    round trip less per call)."""
     _, status = os.waitpid(call.pid, 0)
     if call.exit_fd is not None:
         os.close(call.exit_fd)
         call.exit_fd = None
+    code = os.waitstatus_to_exitcode(status)
+    clean = not _group_alive(call.pid) and not _orphans(running)
     try:
-        call.sock.sendall(b"exit %d\n" % os.waitstatus_to_exitcode(status))
+        call.sock.sendall(b"exit %d%s\n" % (code, b" done" if clean else b""))
     except OSError:
-        pass
-    ended[call.sock.fileno()] = call
+        clean = True  # the client is gone: nothing waits for the reap
+    if clean:
+        call.sock.close()
+    else:
+        ended[call.sock.fileno()] = call
+
+
+def _group_alive(pid: int) -> bool:
+    try:
+        os.killpg(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # EPERM: a member is there (a setuid program)
+        return True
+    return True
+
+
+def _orphans(running: dict) -> set[int]:
+    """The server's children that are not running tools: daemons that
+    escaped tools which have exited."""
+    from acor.cli.run.process import children
+    return children() - {call.pid for call in running.values()} - \
+        {spare.pid for spare in _spare}
 
 
 def _reap(call: _Call, running: dict) -> None:
@@ -204,10 +334,8 @@ def _end_orphans(running: dict) -> None:
     """SIGKILL and reap the server's children that are not running tools:
     daemons that escaped tools which have exited (each killed may hand its
     own children to us, hence the rounds)."""
-    from acor.cli.run.process import children
-    tools = {call.pid for call in running.values()}
     for _ in range(100):
-        orphans = children() - tools
+        orphans = _orphans(running)
         if not orphans:
             return
         for pid in orphans:
@@ -223,6 +351,7 @@ def _end_orphans(running: dict) -> None:
 
 
 def _end_all(running: dict) -> None:
+    _end_spare()
     for call in running.values():
         _kill_group(call.pid)
     _end_orphans({})
@@ -280,6 +409,15 @@ def _exit_code(value) -> int:
     return 1
 
 
+def _detach() -> None:
+    """In a tool's process, first: a session (and group) of its own, and
+    its orphans its own while it runs."""
+    os.setsid()
+    libc = _libc()
+    if libc is not None:
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
 def _read_to_end(fd: int) -> bytes:
     data = b""
     while True:
@@ -299,10 +437,6 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code,
     environment and directory; then a program is executed in it (with
     ``report`` to say why it could not be), or the code of a Python entry
     is returned, to run as ``__main__`` at the top of the interpreter."""
-    os.setsid()
-    libc = _libc()
-    if libc is not None:  # its orphans stay its own while it runs
-        libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
     if report is not None:
         _exec_program(request, fds, targets, report)
     _place(fds[1:], targets)

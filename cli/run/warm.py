@@ -151,6 +151,7 @@ class WarmProcess:
         self._call = call
         self._buffer = b""
         self.returncode: Optional[int] = None
+        self._reaped = False
         line = self._line(timeout=10.0)
         if line is not None and line.startswith(b"error "):
             raise _start_error(line[6:])
@@ -183,7 +184,9 @@ class WarmProcess:
     def _read_exit(self, timeout: Optional[float]) -> None:
         line = self._line(timeout)
         if line is not None and line.startswith(b"exit "):
-            self.returncode = int(line[5:])
+            code, _, done = line[5:].partition(b" ")
+            self.returncode = int(code)
+            self._reaped = done == b"done"  # it left nothing to end
         elif line is None and timeout is None:
             self.returncode = -signal.SIGKILL  # its supervisor is gone
 
@@ -203,12 +206,13 @@ class WarmProcess:
         if self.returncode is None:
             self.kill_group(signal.SIGKILL)
             self._read_exit(None)
-        self.kill_group(signal.SIGKILL)
-        try:
-            self._call.sendall(b"reap\n")
-        except OSError:
-            pass
-        self._line(timeout=5.0)  # "done": the orphans are ended
+        if not self._reaped:
+            self.kill_group(signal.SIGKILL)
+            try:
+                self._call.sendall(b"reap\n")
+            except OSError:
+                pass
+            self._line(timeout=5.0)  # "done": the orphans are ended
         self._call.close()
         for stream in (self.proc.stdout, self.proc.stderr):
             stream.close()
