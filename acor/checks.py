@@ -46,34 +46,30 @@ def error_event(code, message, recovery, details, next):
                  argv(next))
 
 
-_FIELD_KEYS = {"type", "description", "enum", "default", "minimum",
-               "maximum"}
-_FIELD_TYPES = ("string", "integer", "number", "boolean")
-
-
 def input_fields(value):
     """Input Needed's fields: {name: flat JSON Schema property}, or None."""
     if value is None:
         return None
+    from .layout import (FIELD_KEYS, FIELD_TYPES, MAX_FIELDS, is_field_name,
+                         read_field)
     if not isinstance(value, dict) or not value:
         raise TypeError(f"fields must be a non-empty dict of {{name: "
                         f"property}}, not {value!r}")
     checked = {}
     for name, prop in value.items():
-        if not isinstance(name, str) or not name.replace("_", "a").replace(
-                "-", "a").isalnum() or not name.isascii():
+        if not is_field_name(name):
             raise ValueError(f"field names are argument names (letters, "
                              f"digits, '_', '-'), not {name!r}")
-        if not isinstance(prop, dict) or prop.get("type") not in _FIELD_TYPES:
+        if not isinstance(prop, dict) or prop.get("type") not in FIELD_TYPES:
             raise ValueError(f"field {name!r} must be a property with a type "
-                             f"of {', '.join(_FIELD_TYPES)}, not {prop!r}")
-        unknown = set(prop) - _FIELD_KEYS
+                             f"of {', '.join(FIELD_TYPES)}, not {prop!r}")
+        unknown = set(prop) - FIELD_KEYS
         if unknown:
             raise ValueError(f"field {name!r} may have only "
-                             f"{', '.join(sorted(_FIELD_KEYS))}; not "
+                             f"{', '.join(sorted(FIELD_KEYS))}; not "
                              f"{', '.join(sorted(unknown))}")
         # What a reader keeps of it (read_input_fields) must be all of it.
-        read = _read_field(prop)
+        read = read_field(prop)
         for key, given in prop.items():
             if read.get(key) != given:
                 shown = repr(given)
@@ -81,77 +77,10 @@ def input_fields(value):
                 raise ValueError(f"field {name!r}: {key} {shown} does not "
                                  f"fit a field of type {prop['type']}")
         checked[name] = dict(prop)
-    if len(checked) > MAX_READ_FIELDS:
-        raise ValueError(f"at most {MAX_READ_FIELDS} fields, not "
+    if len(checked) > MAX_FIELDS:
+        raise ValueError(f"at most {MAX_FIELDS} fields, not "
                          f"{len(checked)}")
     return checked
-
-
-# What a stream's Input Needed may ask at most: a form, not a database.
-MAX_READ_FIELDS = 64
-MAX_READ_CHOICES = 256
-MAX_READ_TEXT = 4096
-_MAX_READ_NUMBER = 1e300
-
-
-def _is_field_name(name):
-    return isinstance(name, str) and 0 < len(name) <= 100 and \
-        name.isascii() and name.replace("_", "a").replace("-", "a").isalnum()
-
-
-def _fits(value, kind):
-    """Whether ``value`` is a finite scalar of the field type ``kind``."""
-    if kind == "boolean":
-        return isinstance(value, bool)
-    if kind == "string":
-        return isinstance(value, str) and len(value) <= MAX_READ_TEXT
-    if isinstance(value, bool) or not isinstance(
-            value, int if kind == "integer" else (int, float)):
-        return False
-    try:
-        return abs(value) <= _MAX_READ_NUMBER
-    except OverflowError:  # an int too large for a float
-        return False
-
-
-def read_input_fields(value):
-    """Input Needed's fields as read from a stream: what :func:`input_fields`
-    would accept, whatever a tool wrote. A tool that is not this library
-    can write any JSON there, and every reader (a prompt, a form, a next
-    call) must get a form it can show: a field whose name is not an
-    argument's is left out, a property that is not one becomes a string,
-    and each key that does not fit its field (an ``enum`` of 5, a default
-    of the wrong type, a minimum on a string) is dropped, the field kept.
-    None when nothing usable is left."""
-    if not isinstance(value, dict):
-        return None
-    read = {name: _read_field(prop)
-            for name, prop in list(value.items())[:MAX_READ_FIELDS]
-            if _is_field_name(name)}
-    return read or None
-
-
-def _read_field(prop):
-    """One field's property as :func:`read_input_fields` reads it."""
-    prop = prop if isinstance(prop, dict) else {}
-    kind = prop.get("type")
-    kind = kind if kind in _FIELD_TYPES else "string"
-    field = {"type": kind}
-    description = prop.get("description")
-    if isinstance(description, str):
-        field["description"] = description[:MAX_READ_TEXT]
-    choices = prop.get("enum")
-    if isinstance(choices, list):
-        choices = [c for c in choices[:MAX_READ_CHOICES] if _fits(c, kind)]
-        if choices:
-            field["enum"] = choices
-    if "default" in prop and _fits(prop["default"], kind):
-        field["default"] = prop["default"]
-    if kind in ("integer", "number"):
-        for key in ("minimum", "maximum"):
-            if key in prop and _fits(prop[key], "number"):
-                field[key] = prop[key]
-    return field
 
 
 def _file_entry(path, description):

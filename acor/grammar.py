@@ -172,8 +172,7 @@ def _read_input_needed(value, body):
     if lead and lead[-1] == "" and len(lead) < body.count("\n") + 1:
         lead.pop()  # the blank line before the fields
     if "fields" in fields:  # any JSON a tool wrote: read as a form
-        from .checks import read_input_fields
-        fields["fields"] = read_input_fields(fields["fields"])
+        fields["fields"] = layout.read_input_fields(fields["fields"])
     return InputNeeded(unescape_text("\n".join(lead)), **fields)
 
 

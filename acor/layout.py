@@ -182,6 +182,83 @@ INPUT_FIELDS = Fields(
 )
 
 
+# --- Input Needed's fields ----------------------------------------------------
+# What a form can hold. The library's check of what a tool writes
+# (acor.checks.input_fields) and the grammar reading a stream share these
+# rules, so that what one writes the other reads unchanged.
+
+FIELD_KEYS = {"type", "description", "enum", "default", "minimum", "maximum"}
+FIELD_TYPES = ("string", "integer", "number", "boolean")
+# What a stream's Input Needed may ask at most: a form, not a database.
+MAX_FIELDS = 64
+MAX_CHOICES = 256
+MAX_TEXT = 4096
+MAX_NUMBER = 1e300
+
+
+def is_field_name(name: Any) -> bool:
+    """Whether ``name`` can name a field: an argument's name (ASCII
+    letters, digits, ``_``, ``-``)."""
+    return isinstance(name, str) and 0 < len(name) <= 100 and \
+        name.isascii() and name.replace("_", "a").replace("-", "a").isalnum()
+
+
+def _fits(value: Any, kind: str) -> bool:
+    """Whether ``value`` is a finite scalar of the field type ``kind``."""
+    if kind == "boolean":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str) and len(value) <= MAX_TEXT
+    if isinstance(value, bool) or not isinstance(
+            value, int if kind == "integer" else (int, float)):
+        return False
+    try:
+        return abs(value) <= MAX_NUMBER
+    except OverflowError:  # an int too large for a float
+        return False
+
+
+def read_input_fields(value: Any) -> dict[str, dict[str, Any]] | None:
+    """Input Needed's fields as read from a stream: what
+    :func:`acor.checks.input_fields` would accept, whatever a tool wrote.
+    A tool that is not this library can write any JSON there, and every
+    reader (a prompt, a form, a next call) must get a form it can show: a
+    field whose name is not an argument's is left out, a property that is
+    not one becomes a string, and each key that does not fit its field (an
+    ``enum`` of 5, a default of the wrong type, a minimum on a string) is
+    dropped, the field kept.
+    None when nothing usable is left."""
+    if not isinstance(value, dict):
+        return None
+    read = {name: read_field(prop)
+            for name, prop in list(value.items())[:MAX_FIELDS]
+            if is_field_name(name)}
+    return read or None
+
+
+def read_field(prop: Any) -> dict[str, Any]:
+    """One field's property as :func:`read_input_fields` reads it."""
+    prop = prop if isinstance(prop, dict) else {}
+    kind = prop.get("type")
+    kind = kind if kind in FIELD_TYPES else "string"
+    field: dict[str, Any] = {"type": kind}
+    description = prop.get("description")
+    if isinstance(description, str):
+        field["description"] = description[:MAX_TEXT]
+    choices = prop.get("enum")
+    if isinstance(choices, list):
+        choices = [c for c in choices[:MAX_CHOICES] if _fits(c, kind)]
+        if choices:
+            field["enum"] = choices
+    if "default" in prop and _fits(prop["default"], kind):
+        field["default"] = prop["default"]
+    if kind in ("integer", "number"):
+        for key in ("minimum", "maximum"):
+            if key in prop and _fits(prop[key], "number"):
+                field[key] = prop[key]
+    return field
+
+
 # --- file lines ---------------------------------------------------------------
 
 _FILE = re.compile(r"- (`+)(.*?)(?<!`)\1(?!`) \[(?:(\d+) bytes, sha256 "

@@ -252,7 +252,7 @@ def test_property_input_needed_fields_round_trip(message, fields, audience,
                                                  next):
     """Whatever fields are written, they are read as a form (issue 20,
     item 10): what the library would accept, the rest left out."""
-    from acor.checks import read_input_fields
+    from acor.layout import read_input_fields
     event = InputNeeded(message, fields, audience, next)
     assert parse(render(event)) == [InputNeeded(
         fold_newlines(message), read_input_fields(fields),
