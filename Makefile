@@ -13,7 +13,7 @@ SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
              \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name '*.mjs' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: demo test test-lowest lint fuzz bench conformance install clean
+.PHONY: demo test test-lowest lint fuzz bench conformance install dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -101,5 +101,15 @@ bench: $(STAMP)
 conformance: $(STAMP)
 	$(BIN)/python tests/conformance/run.py
 
+# For contributors: an editable install in a venv of its own (.venv-dev),
+# so that an edit to acor/ or cli/ is live without reinstalling. `make
+# test` keeps testing the regular install in .venv, as users get it.
+DEV := .venv-dev
+dev:
+	test -x $(DEV)/bin/python || $(PYTHON) -m venv $(DEV)
+	$(DEV)/bin/python -m pip install --quiet --upgrade pip
+	$(DEV)/bin/python -m pip install --quiet -e '.[mcp,test]'
+	@echo "editable install ready: $(DEV)/bin/acor, $(DEV)/bin/pytest"
+
 clean:
-	rm -rf $(VENV) $(LOW) build *.egg-info .pytest_cache .conformance
+	rm -rf $(VENV) $(LOW) $(DEV) build *.egg-info .pytest_cache .conformance

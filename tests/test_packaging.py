@@ -108,3 +108,53 @@ def test_every_install_line_in_the_docs_names_the_distribution():
             found.append((doc.name, name))
     assert found, "the README gives an install line"
     assert {name for _, name in found} == {"acor-cli"}, found
+
+
+def test_an_editable_install_works_outside_the_checkout(tmp_path):
+    """`pip install -e .` (what `make dev` makes): the command, the bundled
+    pytest wrapper, `acor check` (its schema) and `acor.manifests` work
+    from any directory, as from a regular install."""
+    import sysconfig
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip",
+                    str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    site = Path(subprocess.run(
+        [str(python), "-c", "import sysconfig; "
+         "print(sysconfig.get_paths()['purelib'])"], capture_output=True,
+        text=True, check=True).stdout.strip())
+    # Its dependencies are this environment's, acor's own regular install
+    # left out (it would be found first).
+    deps = tmp_path / "deps"
+    deps.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if entry.name != "acor" and not entry.name.startswith(
+                ("acor_cli", "__editable__")) and entry.suffix != ".pth":
+            (deps / entry.name).symlink_to(entry)
+    (site / "deps.pth").write_text(f"{deps}\n")
+    install = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install",
+         "--no-deps", "--quiet", "-e", str(REPO)],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert install.returncode == 0, install.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("ACOR_", "PYTHON"))}
+    env.update(ACOR_CACHE_DIR=str(tmp_path / "c"),
+               XDG_CONFIG_HOME=str(tmp_path / "xdg"))
+
+    def run(*argv):
+        return subprocess.run([str(python), *argv], cwd=elsewhere, env=env,
+                              capture_output=True, text=True, timeout=120)
+    imported = run("-c", "import acor, acor.cli, acor.manifests; "
+                   "print(acor.cli.__file__)")
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == str(REPO / "cli" / "__init__.py")
+    listed = run("-m", "acor", "list")
+    assert listed.returncode == 0 and "pytest" in listed.stdout, \
+        listed.stdout + listed.stderr
+    wrapped = run("-m", "acor", "pytest", "--version")
+    assert "## Status: Complete" in wrapped.stdout, wrapped.stdout
+    checked = run("-m", "acor", "check", str(REPO / "tools" / "hello"))
+    assert checked.returncode == 0, checked.stdout + checked.stderr

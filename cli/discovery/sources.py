@@ -124,6 +124,16 @@ def _locate(value: str) -> tuple[str | None, str]:
         folder = os.path.join(root, *parts[1:])
         if os.path.isdir(folder):
             return folder, ""
+    # Not a folder of its parent: a package mapped elsewhere (an editable
+    # install maps each package to its own source folder). Only then is
+    # the parent imported to find it.
+    try:
+        found = importlib.util.find_spec(module) if len(parts) > 1 else None
+    except (ImportError, ValueError):
+        found = None
+    for folder in (found.submodule_search_locations or ()) if found else ():
+        if os.path.isdir(folder):
+            return folder, ""
     return None, f"no folder {'/'.join(parts)} in {', '.join(roots)}"
 
 
