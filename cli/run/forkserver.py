@@ -111,7 +111,7 @@ def serve():
         # beside a running tool slows the tool more than it saves.
         if not _spare and not running:
             try:
-                forked = _fork_spare()
+                forked = _fork_spare(control, ended)
             except OSError:  # no process to spare now: calls fork
                 forked = None
             if forked is not None:  # in the spare, given its call
@@ -157,13 +157,16 @@ class _Spare:
 _spare: list[_Spare] = []  # the one spare, when there is one
 
 
-def _fork_spare():
+def _fork_spare(control: socket.socket, ended: dict):
     """Fork the spare; in the spare, once its request has come, return
     what its tool needs (:func:`_become_tool`'s arguments)."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
         mine.close()
+        control.close()  # nothing of the server's is held while it waits
+        for call in ended.values():
+            call.close()
         _detach()
         try:
             message, fds, _, _ = socket.recv_fds(theirs, MAX_REQUEST,
@@ -292,8 +295,9 @@ def _report_exit(call: _Call, running: dict, ended: dict) -> None:
     clean = not _group_alive(call.pid) and not _orphans(running)
     try:
         call.sock.sendall(b"exit %d%s\n" % (code, b" done" if clean else b""))
-    except OSError:
-        clean = True  # the client is gone: nothing waits for the reap
+    except OSError:  # the client is gone: end what is left now
+        _reap(call, running)
+        return
     if clean:
         call.sock.close()
     else:
