@@ -125,10 +125,13 @@ def _locate(value: str) -> tuple[str | None, str]:
         if os.path.isdir(folder):
             return folder, ""
     # Not a folder of its parent: a package mapped elsewhere (an editable
-    # install maps each package to its own source folder). Only then is
-    # the parent imported to find it.
+    # install maps each package to its own source folder, as acor's own
+    # acor.manifests). Asked of the import system only when its parent is
+    # already imported: finding it then runs no package's code.
+    parent = module.rpartition(".")[0]
     try:
-        found = importlib.util.find_spec(module) if len(parts) > 1 else None
+        found = importlib.util.find_spec(module) \
+            if parent and parent in sys.modules else None
     except (ImportError, ValueError):
         found = None
     for folder in (found.submodule_search_locations or ()) if found else ():
