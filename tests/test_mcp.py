@@ -345,15 +345,20 @@ async def test_input_needed_is_asked_and_the_run_resumed(mode):
                                  "description": "How many"}}}
 
 
-@pytest.mark.anyio
-async def test_2026_request_state_is_sealed_and_bound_to_the_call():
-    run = FakeRun(greet=asks_for("times", COUNT))
+def _answering_2026_client(run):
+    """A 2026-07-28 client of a server running ``run`` as greet, that
+    answers 2 to every question about times."""
     server = serve(spec("greet", args=GREET_ARGS), run=run)
 
     async def answer(ctx, params):
         return types.ElicitResult(action="accept", content={"times": 2})
-    async with Client(server, mode="2026-07-28",
-                      elicitation_callback=answer) as client:
+    return Client(server, mode="2026-07-28", elicitation_callback=answer)
+
+
+@pytest.mark.anyio
+async def test_2026_request_state_is_sealed_and_bound_to_the_call():
+    run = FakeRun(greet=asks_for("times", COUNT))
+    async with _answering_2026_client(run) as client:
         first = await client.session.call_tool(
             "greet", {"name": "Ada"}, allow_input_required=True)
         assert isinstance(first, types.InputRequiredResult)
@@ -383,12 +388,7 @@ async def test_a_replayed_or_expired_answer_is_refused_with_invalid_params(
     """Issue 20, item 10: acor's own refusals keep their JSON-RPC code
     (they reached the SDK wrapped by the call's task group, as code 0)."""
     run = FakeRun(greet=asks_for("times", COUNT))
-    server = serve(spec("greet", args=GREET_ARGS), run=run)
-
-    async def answer(ctx, params):
-        return types.ElicitResult(action="accept", content={"times": 2})
-    async with Client(server, mode="2026-07-28",
-                      elicitation_callback=answer) as client:
+    async with _answering_2026_client(run) as client:
         first = await client.session.call_tool(
             "greet", {"name": "Ada"}, allow_input_required=True)
         answers = {"times": types.ElicitResult(
