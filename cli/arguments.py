@@ -1,10 +1,15 @@
-"""A call's arguments as a JSON object, checked against a tool's argument
-schema and turned into its argv: one conversion for ``acor call``, the MCP
-server, ``acor check``'s examples and the pytest plugin.
+"""A call's arguments both ways between a JSON object and an argv.
 
-The object is checked first (every violation listed, nothing run), then
-turned into an argv (never a shell string; ``--`` before positional values,
-so a value that starts with ``-`` cannot act as a flag).
+:func:`call_argv`: a JSON object, checked against a tool's argument schema
+and turned into its argv: one conversion for ``acor call``, the MCP
+server, ``acor check``'s examples and the pytest plugin. The object is
+checked first (every violation listed, nothing run), then turned into an
+argv (never a shell string; ``--`` before positional values, so a value
+that starts with ``-`` cannot act as a flag).
+
+:func:`argv_json`: an argv, parsed with the schema, as the JSON object a
+tool in any language reads from ``ACOR_ARGS`` instead of parsing its own
+flags (docs/protocol.md, "Arguments as JSON").
 """
 
 from __future__ import annotations
@@ -48,6 +53,67 @@ def call_argv(spec, values) -> list[str]:
                          details="\n".join(problems),
                          next=["acor", "show", spec.name])
     return to_argv(spec.args_schema, values)
+
+
+#: The variable that holds a tool's validated arguments as one JSON object,
+#: and the one that names a file holding them when they are too large for
+#: the environment (see :func:`argv_json`).
+ARGS_VAR = "ACOR_ARGS"
+ARGS_FILE_VAR = "ACOR_ARGS_FILE"
+#: Linux refuses a single environment string over 128 KiB (MAX_ARG_STRLEN)
+#: and an environment larger than a quarter of the stack limit: arguments
+#: over this size go to a file instead.
+ARGS_ENV_LIMIT = 64 * 1024
+
+
+def reads_args_json(spec) -> bool:
+    """Whether ``spec``'s runs get ``ACOR_ARGS``: a tool with an argument
+    schema, unless it is a Python entry (the library parses its argv into
+    ``tool.args``; parsing it in the launcher as well would only cost
+    every run the import of argparse)."""
+    if not spec.args_schema:
+        return False
+    argv = spec.argv
+    return not (spec.kind == "acor" and len(argv) >= 3 and
+                argv[1] == "-u" and argv[2].endswith(".py"))
+
+
+def argv_json(spec, argv, command=("acor",)) -> str:
+    """``argv`` parsed with ``spec``'s schema, as a JSON object: every
+    property but the human-only ones (a person's answer is never put in
+    the environment, where the programs a tool runs would inherit it),
+    null for one not given. One member per line, so that a shell reads
+    it without a JSON parser (``acor_arg`` in acor.sh).
+
+    Raises :class:`UsageError` (exit 2, nothing run) for an argv the
+    schema refuses, and :class:`acor.args.HelpRequested` for ``--help``.
+    """
+    import json
+
+    from acor.args import UsageError as ArgvError
+    from acor.args import is_human
+    from acor.argparsing import parse
+    schema = spec.args_schema
+    help_argv = [*command, spec.name, "--help"]
+    try:
+        parsed = parse(schema, list(argv), f"acor {spec.name}",
+                       spec.description)
+    except ArgvError as wrong:
+        import shlex
+        raise UsageError(wrong.message, "Run `" + shlex.join(help_argv) +
+                         "` for the arguments, then run the corrected "
+                         "command.", details=wrong.usage,
+                         next=help_argv) from None
+    properties = schema.get("properties", {})
+    values = {name: getattr(parsed, name) for name, prop in
+              properties.items() if not is_human(prop)}
+    unpassable = _unpassable(values)
+    if unpassable:  # bytes that are not UTF-8: no JSON string holds them
+        raise UsageError(f"Invalid arguments for '{spec.name}': "
+                         f"{unpassable[0]}", "Give the value as UTF-8 "
+                         "text: this tool reads its arguments as JSON.",
+                         details="\n".join(unpassable), next=help_argv)
+    return json.dumps(values, indent=1, ensure_ascii=False)
 
 
 def _unpassable(values: dict) -> list[str]:

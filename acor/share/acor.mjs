@@ -34,12 +34,18 @@
 //   human(name)                           what a person gave for the
 //                                         human-only argument `name`, or
 //                                         undefined (docs/protocol.md)
+//   args                                  the arguments acor checked
+//                                         against the manifest's schema,
+//                                         one object (ACOR_ARGS or the file
+//                                         ACOR_ARGS_FILE names); undefined
+//                                         when not run by acor
 //
 // A run left running when the process exits ends Complete on exit code 0,
 // otherwise with an Error (unless one was reported) and Failed; an uncaught
 // exception is reported as E_UNCAUGHT and the run ends Failed, exit 1.
 
-import { closeSync, fstatSync, readSync, writeSync } from "node:fs";
+import { closeSync, fstatSync, readFileSync, readSync, writeSync }
+  from "node:fs";
 
 const STARTS = "#{1,6}([ \\t]|$)|=+[ \\t]*$|-+[ \\t]*$|```|~~~|" +
   "<[Ss][Cc][Rr][Ii][Pp][Tt]|<[Pp][Rr][Ee]|<[Ss][Tt][Yy][Ll][Ee]|" +
@@ -401,7 +407,18 @@ export class AcorTool {
   human(name) {
     return HUMAN.get(name);
   }
+
+  get args() {
+    return ARGS;
+  }
 }
+
+// The validated arguments (docs/protocol.md, "Arguments as JSON").
+const ARGS = (() => {
+  const file = process.env.ACOR_ARGS_FILE;
+  const text = file ? readFileSync(file, "utf8") : process.env.ACOR_ARGS;
+  return text ? JSON.parse(text) : undefined;
+})();
 
 let current = null;
 

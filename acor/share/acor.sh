@@ -38,6 +38,13 @@
 #   acor_human NAME                     prints what a person gave for the
 #                                       human-only argument NAME (returns 1
 #                                       when no person gave it)
+#   acor_arg NAME                       prints the validated value of the
+#                                       argument NAME (an array: one item
+#                                       per line); returns 1 when it was
+#                                       not given
+#   acor_arg_array NAME VAR             sets the bash array VAR to the
+#                                       items of the array argument NAME
+#                                       (exact, newlines and all)
 #   acor_json_string TEXT               prints TEXT as a JSON string
 #
 # The EXIT trap ends a run the script left running: Complete on exit
@@ -77,6 +84,18 @@ if [ -n "${ACOR_HUMAN_FD:-}" ]; then
     esac
 fi
 unset ACOR_HUMAN_FD
+
+# The tool's validated arguments, one JSON object (docs/protocol.md,
+# "Arguments as JSON"): in ACOR_ARGS, or in the file ACOR_ARGS_FILE names
+# when they are too large for the environment. acor writes one member per
+# line, so acor_arg reads it without a JSON parser. Both variables stay,
+# for programs the script hands them to (jq, say).
+acor__args=""
+if [ -n "${ACOR_ARGS_FILE:-}" ] && [ -r "$ACOR_ARGS_FILE" ]; then
+    acor__args=$(cat "$ACOR_ARGS_FILE")
+else
+    acor__args=${ACOR_ARGS:-}
+fi
 case $acor__token in
     *[!0-9A-Za-z]*) acor__token="" ;;  # not a token the launcher makes
 esac
@@ -453,6 +472,74 @@ acor_human() {  # NAME -> the value a person gave, percent-decoded
         fi
     done <<< "$acor__human"
     return 1
+}
+
+acor__json_value() {  # one JSON value as acor writes it -> acor__r
+    local LC_ALL=C s=$1 out="" c
+    case $s in
+        \"*\") s=${s#\"}; s=${s%\"} ;;
+        *) acor__r=$s; return 0 ;;  # a number, true or false
+    esac
+    while [[ $s == *\\* ]]; do
+        out+=${s%%\\*}
+        s=${s#*\\}
+        c=${s:0:1}
+        s=${s:1}
+        case $c in
+            n) out+=$'\n' ;;
+            t) out+=$'\t' ;;
+            r) out+=$'\r' ;;
+            b) out+=$'\b' ;;
+            f) out+=$'\f' ;;
+            u) printf -v c "\\$(printf %03o "0x${s:0:4}")"  # a control
+               out+=$c; s=${s:4} ;;
+            *) out+=$c ;;  # \" \\ \/
+        esac
+    done
+    acor__r=$out$s
+}
+
+acor__arg_values() {  # NAME -> acor__vals: its items; 1 if not given
+    local key line value in_array=0
+    acor__vals=() acor__array=0
+    key=" $(acor_json_string "$1"): "
+    while IFS= read -r line; do
+        if ((in_array)); then
+            case $line in ' ]'|' ],') return 0 ;; esac
+            value=${line#  }
+        elif [[ $line == "$key"* ]]; then
+            value=${line#"$key"}
+            case $value in
+                '[') in_array=1 acor__array=1; continue ;;
+                '[]'|'[],') acor__array=1; return 0 ;;
+                null|null,) return 1 ;;
+            esac
+        else
+            continue
+        fi
+        case $value in \"*\") ;; *,) value=${value%,} ;; esac
+        acor__json_value "$value"
+        acor__vals+=("$acor__r")
+        ((in_array)) || return 0
+    done <<< "$acor__args"
+    return 1
+}
+
+acor_arg() {  # NAME -> its value; an array's items one per line
+    (($# == 1)) || { acor__warn "usage: acor_arg NAME"; return 1; }
+    acor__arg_values "$1" || return 1
+    if ((!acor__array)); then
+        printf '%s' "${acor__vals[0]}"
+    elif ((${#acor__vals[@]})); then
+        printf '%s\n' "${acor__vals[@]}"
+    fi
+}
+
+acor_arg_array() {  # NAME VAR -> the array VAR holds NAME's items
+    (($# == 2)) && [[ $2 =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]] ||
+        { acor__warn "usage: acor_arg_array NAME VAR"; return 1; }
+    acor__arg_values "$1" || { eval "$2=()"; return 1; }
+    eval "$2=(\"\${acor__vals[@]}\")"
 }
 
 acor_json_string() {

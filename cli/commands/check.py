@@ -174,10 +174,13 @@ def run_example(target: Target, argv: list[str], example: dict,
                  cwd=target.folder, sink=recorder,
                  command=["acor", "check"], sandbox="check")
     events = result.events or []  # the recorder keeps them all
-    problems = stream_violations(
-        events, where, tool_exit_code=result.tool_exit_code,
-        error_code=result.error_code, state=result.state,
-        late=recorder.late_events)
+    problems: list[Violation] = []
+    if result.tool_exit_code is not None:  # else acor refused before it
+        # started (arguments its schema refuses, say): no stream to judge
+        problems = stream_violations(
+            events, where, tool_exit_code=result.tool_exit_code,
+            error_code=result.error_code, state=result.state,
+            late=recorder.late_events)
     problems += expectation_violations(example, result.exit_code, events,
                                        where)
     denied = _denial(result)

@@ -38,6 +38,7 @@ from acor.events import Heartbeat, InputNeeded
 from acor.cli.human.approval import (APPROVAL_TTL, fields_of, for_person,
                                      request_lines)
 from acor.cli.mcp import results as results
+from acor.cli.mcp.nextcall import tool_call
 from acor.cli.mcp.pages import Pages
 from acor.cli.arguments import call_argv
 from acor.cli.errors import UsageError
@@ -136,9 +137,11 @@ class CallHandler:
                 return results.usage_result(spec.name, exc)
             result = await self._run(spec, argv, registry, relay, human)
             human = {}  # what a person answered is for that one run
+            next_call = partial(tool_call, served=partial(self.catalog.get,
+                                                          registry))
             reply = results.call_result(
                 result, protocol_version=ctx.protocol_version,
-                cwd=_run_cwd(spec, registry))
+                cwd=_run_cwd(spec, registry), next_call=next_call)
             needed = _input_needed(result)
             if needed is None:
                 return reply
@@ -160,7 +163,8 @@ class CallHandler:
             # does not ask (or could not).
             needs = partial(results.input_needed_text, spec.name, needed,
                             arguments if schema else None, person=person,
-                            command=command, out_of_band=out_of_band)
+                            command=command, out_of_band=out_of_band,
+                            next_call=next_call)
             if how is None or rounds >= MAX_ROUNDS:
                 return _with_text(reply, needs())
             rounds += 1

@@ -32,18 +32,23 @@ from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
 
 from acor.cli.output.budget import Note
 
+from acor.cli.mcp.nextcall import NextCall, next_text
 from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.textsafe import strip_terminal
 
 
-def call_result(result, *, protocol_version: str, cwd: str) -> dict:
+def call_result(result, *, protocol_version: str, cwd: str,
+                next_call: NextCall | None = None) -> dict:
     """The ``CallToolResult`` of a finished run (any ending but cancelled,
     which is never answered). ``cwd`` is where the tool ran: relative
-    output file paths are resolved against it."""
+    output file paths are resolved against it. ``next_call`` turns an
+    error's next command into the tool call that does it
+    (:func:`cli.mcp.nextcall.tool_call`)."""
     data = [e for e in result.events if isinstance(e, OutputData)]
     failed = result.state in ("failed", "timeout") or any(
         isinstance(e, Error) for e in result.events)
-    wire = {"content": content_blocks(result, cwd, protocol_version),
+    wire = {"content": content_blocks(result, cwd, protocol_version,
+                                      next_call),
             "isError": failed,
             "_meta": {"acor/result": result_meta(result)}}
     if data:
@@ -73,7 +78,7 @@ def structured(data, protocol_version: str):
     return {"data": data}
 
 
-def _block(event):
+def _block(event, next_call: NextCall | None = None):
     if isinstance(event, Output):
         return tool_text(event.text)
     if isinstance(event, Note):
@@ -89,7 +94,7 @@ def _block(event):
         label = f"Suggestions: {event.title}" if event.title else "Suggestions"
         return acor_text("suggestions", f"{label}:\n" + _bullets(event.items))
     if isinstance(event, Error):
-        return acor_text("error", error_text(event))
+        return acor_text("error", error_text(event, next_call))
     if isinstance(event, InputNeeded):
         return None  # the caller decides: ask, or input_needed_text
     if isinstance(event, Unknown):
@@ -98,14 +103,15 @@ def _block(event):
 
 
 def content_blocks(result, cwd: str,
-                   protocol_version: str = MODERN_VERSIONS[0]) -> list[dict]:
+                   protocol_version: str = MODERN_VERSIONS[0],
+                   next_call: NextCall | None = None) -> list[dict]:
     """Every content block of ``result``, files expanded in place."""
     blocks = []
     for event in result.events:
         if isinstance(event, OutputFiles):
             blocks.extend(files_blocks(event, cwd, protocol_version))
         else:
-            block = _block(event)
+            block = _block(event, next_call)
             if block is not None:
                 blocks.append(block)
     return blocks
@@ -155,14 +161,14 @@ def _bullets(items) -> str:
     return "\n".join(f"- {item}" for item in items)
 
 
-def error_text(error: Error) -> str:
+def error_text(error: Error, next_call: NextCall | None = None) -> str:
     lines = [f"Error {error.code}: {error.title}"]
     if error.details:
         lines.append(error.details)
     if error.recovery:
         lines.append(f"Recovery: {error.recovery}")
     if error.next:
-        lines.append(f"Next: {shlex.join(error.next)}")
+        lines.append(next_text("Next", error.next, next_call))
     return "\n".join(lines)
 
 
@@ -252,7 +258,8 @@ def usage_result(tool: str, error) -> dict:
 def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,
                       reason: str | None = None, *, person: bool = False,
                       command: list[str] | None = None,
-                      out_of_band: bool = False) -> str:
+                      out_of_band: bool = False,
+                      next_call: NextCall | None = None) -> str:
     """What the tool needs, from whom, and the exact call to make next.
     ``arguments`` is None for a tool without an args schema (the launcher's
     ``next`` command is given instead). A question only a person may
@@ -284,7 +291,7 @@ def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,
         lines.append("Next call (replace each <placeholder> with the "
                      "answer): " + json.dumps(call, ensure_ascii=False))
     elif needed.next:
-        lines.append(f"Next command: {shlex.join(needed.next)}")
+        lines.append(next_text("Next", needed.next, next_call))
     return "\n".join(lines)
 
 

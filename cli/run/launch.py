@@ -7,10 +7,11 @@ pytest plugin all run tools through :func:`run`::
     result.exit_code, result.state, result.data
 
 The pipeline is visible here: discover (the registry) -> spawn
-(:mod:`cli.process`, with a :mod:`cli.protocols` protocol) -> decode and relay
-(:mod:`cli.loop`) -> the caller's sink (a format of :mod:`cli.formats`, or a
-plain ``on_event`` callback). The run policy lives in this module alone:
-which timeout, which directory, which environment, what to do next.
+(:mod:`cli.run.process`, with a :mod:`cli.run.protocols` protocol) -> decode
+and relay (:mod:`cli.run.relay`) -> the caller's sink (a format of
+:mod:`cli.output.formats`, or a plain ``on_event`` callback). The run
+policy lives in this module alone: which timeout, which directory, which
+environment, what to do next.
 
 :func:`run` never installs signal handlers (unless asked: only the ``acor``
 command is the whole process), never prints and never exits, so it can be
@@ -25,8 +26,10 @@ import sys
 import time
 
 from acor import exitcodes
-from acor.events import Error, Event, Status
+from acor.events import Error, Event, Output, Status
 
+from acor.cli.arguments import ARGS_ENV_LIMIT, ARGS_FILE_VAR, ARGS_VAR, \
+    argv_json, reads_args_json
 from acor.cli.run import process
 from acor.cli.errors import LauncherError, config_error, invalid_manifest, \
     unknown_tool
@@ -155,6 +158,18 @@ def _resolve(tool, registry, config_path, cwd, argv, command):
 def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
               reap_orphans, started, warm=None, human=None,
               sandbox=None) -> RunResult:
+    args_json = None
+    if reads_args_json(spec):  # checked before anything starts
+        from acor.args import HelpRequested
+        try:
+            args_json = argv_json(spec, policy.args, policy.command)
+        except LauncherError as exc:
+            return _failed(collector, exc.to_event(), exc.exit_code, started)
+        except HelpRequested as asked:
+            collector.emit(Output(asked.text.rstrip("\n")))
+            collector.emit(Status("complete"))
+            return collector.finish(exitcodes.OK, "complete",
+                                    time.monotonic() - started, policy)
     protocol: AcorProtocol | WrappedProtocol
     if spec.kind == "wrapped":
         from acor.cli.run.protocols import WrappedProtocol
@@ -193,6 +208,9 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
                            exitcodes.FAILED, started)
         box = _make_box(declared, spec, policy, cwd, run_env)
         collector.sandbox_note = lambda: _sandbox_note(spec, declared)
+    args_file = None
+    if args_json is not None:
+        args_file = _pass_args(args_json, run_env)
     pass_fds = protocol.pass_fds()
     human_fd = None
     if human:
@@ -207,6 +225,7 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
                       alone=alone,
                       sandbox=None if box is None else box.to_request())
     except OSError as exc:
+        _remove_args_file(args_file)
         if box is not None:
             _remove_tmpdir(run_env)
         protocol.spawned()
@@ -237,6 +256,7 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
     finally:
         proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
                   reap_orphans)
+        _remove_args_file(args_file)
         if box is not None:
             _remove_tmpdir(run_env)
     ending = relay.finish()
@@ -335,6 +355,32 @@ def _sandbox_note(spec, declared: dict) -> str:
             f"not get, widen {where} (\"write\", \"read\", \"network\").")
 
 
+def _pass_args(args_json: str, run_env: dict) -> Optional[str]:
+    """Give the tool its validated arguments: in ``ACOR_ARGS``, or, when
+    too large for the environment, in a file only this user may read
+    (in the sandbox's temp dir when there is one, which the tool can
+    read) named by ``ACOR_ARGS_FILE``. Returns the file to remove."""
+    encoded = args_json.encode("utf-8")
+    if len(encoded) <= ARGS_ENV_LIMIT:
+        run_env[ARGS_VAR] = args_json
+        return None
+    import tempfile
+    fd, path = tempfile.mkstemp(prefix="acor-args-", suffix=".json",
+                                dir=run_env.get("TMPDIR"))
+    with open(fd, "wb") as f:
+        f.write(encoded)
+    run_env[ARGS_FILE_VAR] = path
+    return path
+
+
+def _remove_args_file(path: Optional[str]) -> None:
+    if path is not None:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def _remove_tmpdir(run_env) -> None:
     from acor.cli.sandbox.policy import remove_tree
     remove_tree(run_env["TMPDIR"])
@@ -393,6 +439,10 @@ class _Policy:
         # Only this launcher names a human channel, and only for answers a
         # person gave in this run (see _run_spec): never one inherited.
         env.pop("ACOR_HUMAN_FD", None)
+        # A tool's arguments are this run's (see _pass_args), never ones
+        # inherited from a tool that runs acor.
+        env.pop(ARGS_VAR, None)
+        env.pop(ARGS_FILE_VAR, None)
         if self.config is not None and self.spec.kind == "acor":
             # Only for tools that keep sessions through acor: a wrapped
             # program (the project's test suite) keeps its own environment.

@@ -16,30 +16,16 @@ const helper = process.env.ACOR_MJS || execFileSync(
   { encoding: "utf8" }).trim();
 const { AcorTool } = await import(pathToFileURL(helper).href);
 
-const usage = "usage: acor wc-mjs FILE...   count the lines, words and " +
-  "bytes of each FILE";
 const tool = new AcorTool().start();
 
-const files = [];
-let options = true;
-for (const arg of process.argv.slice(2)) {
-  if (options && arg === "--") { options = false; continue; }
-  if (options && (arg === "-h" || arg === "--help")) {
-    tool.output(usage).stop();
-    process.exit(0);
-  }
-  if (options && arg.length > 1 && arg.startsWith("-")) {
-    tool.fail("E_USAGE", `Unknown option ${arg}`, {
-      recovery: "A file whose name starts with '-' goes after --, as in " +
-        "the command below.", details: usage,
-      next: ["acor", "wc-mjs", "--", arg] });
-  }
-  files.push(arg);
-}
+// Under acor the arguments arrive checked against the manifest's schema
+// (acor answers --help and wrong flags itself); run directly, every
+// argument is a file.
+const files = tool.args ? tool.args.files : process.argv.slice(2);
 if (!files.length) {
   tool.fail("E_USAGE", "No file given", {
     recovery: "Give one or more files, e.g. acor wc-mjs notes.txt.",
-    details: usage, next: ["acor", "wc-mjs", "--help"] });
+    details: "usage: acor wc-mjs FILE...", next: ["acor", "wc-mjs", "--help"] });
 }
 
 const counts = [];

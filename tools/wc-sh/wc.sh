@@ -15,26 +15,20 @@ print(os.path.join(os.path.dirname(acor.__file__), "share", "acor.sh"))') || {
 fi
 . "$ACOR_SH"
 
-usage="usage: acor wc-sh FILE...   count the lines, words and bytes of each FILE"
 acor_start
 
+# Under acor the arguments arrive checked against the manifest's schema, as
+# JSON (ACOR_ARGS; acor answers --help and wrong flags itself); run
+# directly, every argument is a file.
 files=()
-options=1
-for arg in "$@"; do
-    if ((options)); then
-        case $arg in
-            --) options=0; continue ;;
-            -h|--help) acor_output "$usage"; acor_stop; exit 0 ;;
-            -?*) acor_fail E_USAGE "Unknown option $arg" \
-                     "A file whose name starts with '-' goes after --, as in the command below." \
-                     "$usage" acor wc-sh -- "$arg" ;;
-        esac
-    fi
-    files+=("$arg")
-done
+if [ -n "${ACOR_ARGS:-}${ACOR_ARGS_FILE:-}" ]; then
+    acor_arg_array files files
+else
+    files=("$@")
+fi
 ((${#files[@]})) || acor_fail E_USAGE "No file given" \
-    "Give one or more files, e.g. acor wc-sh notes.txt." "$usage" \
-    acor wc-sh --help
+    "Give one or more files, e.g. acor wc-sh notes.txt." \
+    "usage: acor wc-sh FILE..." acor wc-sh --help
 
 json="" failed=0 done=0
 for file in "${files[@]}"; do

@@ -1,0 +1,83 @@
+"""A run's ``next`` (an acor command line) as the MCP tool call that does
+the same: what an agent connected over MCP can make, where a shell command
+would ask it to leave the protocol.
+
+``acor wc-sh -- a.txt`` becomes ``{"name": "wc-sh", "arguments":
+{"files": ["a.txt"]}}``; ``acor pytest --lf tests`` (a tool without an
+argument schema) ``{"name": "pytest", "arguments": {"argv": ["--lf",
+"tests"]}}``. A command no call can make (a built-in such as ``acor show``,
+an option of acor's own such as ``--timeout``, a tool this server does not
+serve, arguments its schema refuses) has no call: the text then gives the
+command, saying it is one for a shell.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from typing import Any, Callable, Optional, Sequence
+
+#: acor's options that change nothing an MCP call could: how the output is
+#: written and whether a person may be asked (the server decides both).
+_PRESENTATION = {"--format": 1, "--no-input": 0}
+
+#: A function from a ``next`` command to its tool call, or None.
+NextCall = Callable[[Sequence[str]], Optional[dict]]
+
+
+def tool_call(argv: Sequence[str], served: Callable[[str], Any]
+              ) -> dict | None:
+    """The tool call for ``argv`` (``["acor", ...]``), or None. ``served``
+    gives the ToolSpec of a tool this server serves by name, else None."""
+    words = list(argv)
+    if not words or words[0] != "acor":
+        return None
+    i = 1
+    while i < len(words) and words[i].startswith("-"):
+        flag = words[i].split("=", 1)[0]
+        if flag not in _PRESENTATION:
+            return None  # e.g. --timeout: set by the server, not a call
+        i += 1 if "=" in words[i] else 1 + _PRESENTATION[flag]
+    if i >= len(words):
+        return None
+    spec = served(words[i])
+    if spec is None:
+        return None
+    rest = words[i + 1:]
+    if not spec.args_schema:
+        return {"name": spec.name, "arguments": {"argv": rest}}
+    arguments = _arguments(spec, rest)
+    if arguments is None:
+        return None
+    return {"name": spec.name, "arguments": arguments}
+
+
+def _arguments(spec, argv: list[str]) -> dict | None:
+    """``argv`` as the call's arguments: the values its schema parses from
+    it, leaving out what was not given (the schema's defaults apply)."""
+    from acor.argparsing import parse
+    from acor.args import HelpRequested, UsageError, is_human
+    schema = spec.args_schema
+    try:
+        parsed = parse(schema, argv, spec.name)
+    except (UsageError, HelpRequested):  # --help: the inputSchema says it
+        return None
+    arguments = {}
+    for name, prop in schema.get("properties", {}).items():
+        value = getattr(parsed, name, None)
+        if is_human(prop) or value is None or value is False or \
+                value == []:
+            continue
+        arguments[name] = value
+    return arguments
+
+
+def next_text(label: str, argv: Sequence[str],
+              next_call: NextCall | None) -> str:
+    """The line that says what to do next: the tool call, when there is
+    one, else the command and that it is one for a shell."""
+    call = next_call(argv) if next_call is not None else None
+    if call is not None:
+        return f"{label} call: " + json.dumps(call, ensure_ascii=False)
+    return f"{label} command (in a shell: no tool call does this): " + \
+        shlex.join(argv)
