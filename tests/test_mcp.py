@@ -204,9 +204,69 @@ async def test_error_is_an_error_result_with_code_recovery_and_next(mode):
     assert result.is_error
     assert texts(result) == ["partial", (
         "Error E_FILE_NOT_FOUND: Input file not found\npath: x.csv\n"
-        "Recovery: Check the path\nNext: acor csvprofile y.csv")]
+        "Recovery: Check the path\nNext call: "
+        '{"name": "csvprofile", "arguments": {"argv": ["y.csv"]}}')]
     assert acor_meta(result)["error_code"] == "E_FILE_NOT_FOUND"
     assert acor_meta(result)["exit_code"] == 1
+
+
+# A tool with a schema that fails, naming as next the command given in its
+# argument (JSON): what an agent over MCP gets is the call that does it.
+NEXT_ARGS = {"type": "object", "properties": {
+    "next": {"type": "string", "x-acor": {"position": 0}},
+    "files": {"type": "array", "items": {"type": "string"},
+              "x-acor": {"position": 1}},
+    "count": {"type": "integer", "x-acor": {"flag": "--count"}},
+    "loud": {"type": "boolean", "x-acor": {"flag": "--loud"}}}}
+NEXT_TOOL = """import json
+from acor import AcorTool
+with AcorTool() as tool:
+    args = tool.parse_args()
+    tool.fail("E_AGAIN", "Try again", next=json.loads(args.next))
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("command, expected", [
+    (["acor", "again", "--count", "3", "--", "{}", "-a.txt", "b c"],
+     'Next call: {"name": "again", "arguments": {"next": "{}", "files": '
+     '["-a.txt", "b c"], "count": 3}}'),
+    (["acor", "--format", "json", "again", "--loud", "x"],
+     'Next call: {"name": "again", "arguments": {"next": "x", '
+     '"loud": true}}'),
+    (["acor", "free", "--lf", "tests"],
+     'Next call: {"name": "free", "arguments": {"argv": ["--lf", '
+     '"tests"]}}'),
+    (["acor", "--timeout", "60", "again", "x"],
+     "Next command (in a shell: no tool call does this): "
+     "acor --timeout 60 again x"),
+    (["acor", "show", "again"],
+     "Next command (in a shell: no tool call does this): acor show again"),
+    (["acor", "again", "x", "--count", "many"],
+     "Next command (in a shell: no tool call does this): "
+     "acor again x --count many"),
+    (["acor", "unserved", "x"],
+     "Next command (in a shell: no tool call does this): acor unserved x"),
+])
+async def test_next_is_the_tool_call_that_does_it(project, mode, command,
+                                                  expected):
+    """Through a real acor mcp: an error's next command, when a call of
+    a tool this server serves can do the same, is that call (name and
+    arguments as the inputSchema takes them); otherwise the command, said
+    to be one for a shell."""
+    from mcp_helpers import acor_mcp_stdio
+    project.add_tool("again", NEXT_TOOL, args=NEXT_ARGS)
+    project.add_wrapped("free", ["true"])
+    project.add_wrapped("unserved", ["true"])
+    server = acor_mcp_stdio(project, "--tools", "again,free")
+    async with Client(server, mode=mode) as client:
+        result = await client.call_tool(
+            "again", {"next": json.dumps(command)})
+    (error,) = [b.text for b in result.content
+                if (b.meta or {}).get("acor/block") == "error"]
+    assert error.splitlines()[-1] == expected
+    assert acor_meta(result)["next"] == command  # the record keeps argv
 
 
 @pytest.mark.anyio
