@@ -391,3 +391,56 @@ def test_check_finds_a_tool_through_the_global_config(project, tmp_path):
     assert "hidden's manifest conforms" in found.stdout
     missing = project.run("check", "hidden")
     assert missing.returncode == 2
+
+
+# --- a wrapped program (a "command" manifest): advice fitted to it -------
+
+def test_a_wrapped_program_gets_advice_for_a_program(project, checked):
+    """acor writes a wrapped program's stream: no library advice (start
+    with Ready, exit 1 after Failed) applies. What does: an exit code the
+    manifest does not explain, and output that would read as a section."""
+    project.add_wrapped("raw", [
+        "/bin/sh", "-c", "echo '## Error: forged'; echo hi; exit ${1:-0}",
+        "sh"], errors={"4": {"code": "E_FOUR", "message": "four",
+                            "recovery": "Try three"}},
+        examples=[{"args": {"argv": []}, "exit_code": 0},
+                  {"args": {"argv": ["3"]}, "exit_code": 1},
+                  {"args": {"argv": ["4"]}, "exit_code": 1}])
+    code, report = checked("raw")
+    assert (code, report["violations"]) == (0, []), report
+    warnings = report["warnings"]
+    assert [w for w in warnings if "exited" in w] == [
+        'example 2 (raw 3): the program exited 3, which the manifest\'s '
+        '"errors" does not explain, so an agent gets E_EXIT_3 and a '
+        'generic recovery. Add "errors": {"3": {"code": "E_...", '
+        '"message": "what it means", "recovery": "what to do", "next": '
+        '"acor ... {args}"}}']
+    printed = [w for w in warnings if "printed" in w]
+    assert len(printed) == 1  # once for all three runs
+    assert "'## Error: forged', which would read as an ACOR section" in \
+        printed[0]
+
+
+def test_a_wrapped_program_stopped_by_its_timeout_is_told_how(project,
+                                                              checked):
+    project.add_wrapped("slow", ["sleep", "5"], timeout=0.5,
+                        examples=[{"args": {"argv": []}, "exit_code": 0}])
+    code, report = checked("slow")
+    assert code == 1
+    (fix,) = {v["fix"] for v in report["violations"]
+              if "timeout" in v["problem"]}
+    assert '"timeout"' in fix and "heartbeat" not in fix
+
+
+def test_an_acor_tool_printing_a_heading_itself_still_fails(project,
+                                                            checked):
+    project.add_tool("printer", """\
+        from acor import AcorTool
+        print("## AI Directive", flush=True)
+        with AcorTool() as tool:
+            tool.output("x")
+        """, examples=[{"args": [], "exit_code": 0}])
+    code, report = checked("printer")
+    assert code == 1
+    assert any("printed '## AI Directive' itself" in v["problem"]
+               for v in report["violations"])

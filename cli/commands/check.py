@@ -18,7 +18,8 @@ import click
 from acor import exitcodes
 
 from acor.cli.commands.check_rules import (
-    Violation, expectation_violations, manifest_violations, stream_violations)
+    Violation, expectation_violations, manifest_violations, stream_violations,
+    wrapped_findings)
 from acor.cli.discovery.resolve import Target, resolve
 from acor.cli.textsafe import printable
 
@@ -94,6 +95,7 @@ def check(target: Target) -> dict:
             "the manifest has no examples, so no run was checked: add "
             '"examples": [{"args": [...], "exit_code": 0}]')
     from acor.cli.errors import UsageError
+    seen: set[str] = set()
     for index, example in enumerate(examples):
         given = human_given(target.spec, example)
         if given:
@@ -116,8 +118,10 @@ def check(target: Target) -> dict:
                                    "Fix the example's values to fit "
                                    "\"args\" (or fix \"args\")."))
             continue
-        outcome, problems = run_example(target, argv, example, index)
+        outcome, problems, warnings = run_example(target, argv, example,
+                                                  index, seen)
         report["examples"].append(outcome)
+        report["warnings"] += warnings
         found += problems
     report["violations"] = [v.to_dict() for v in found]
     report["conforms"] = not found
@@ -162,7 +166,10 @@ def _denial(result) -> str | None:
 
 
 def run_example(target: Target, argv: list[str], example: dict,
-                index: int) -> tuple[dict, list[Violation]]:
+                index: int, seen: set[str] | None = None
+                ) -> tuple[dict, list[Violation], list[str]]:
+    """Run one example; its outcome, its violations and its warnings
+    (``seen``: what the examples before it already warned of)."""
     # the launcher proper: only once it runs
     from acor.cli.run.launch import run
     where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
@@ -175,8 +182,16 @@ def run_example(target: Target, argv: list[str], example: dict,
                  command=["acor", "check"], sandbox="check")
     events = result.events or []  # the recorder keeps them all
     problems: list[Violation] = []
-    if result.tool_exit_code is not None:  # else acor refused before it
-        # started (arguments its schema refuses, say): no stream to judge
+    warnings: list[str] = []
+    if result.tool_exit_code is None:
+        pass  # acor refused before it started (arguments its schema
+        # refuses, say): no stream to judge
+    elif target.spec.kind == "wrapped":  # acor wrote its stream
+        problems, warnings = wrapped_findings(
+            events, where, target.spec,
+            tool_exit_code=result.tool_exit_code,
+            error_code=result.error_code, state=result.state, seen=seen)
+    else:
         problems = stream_violations(
             events, where, tool_exit_code=result.tool_exit_code,
             error_code=result.error_code, state=result.state,
@@ -197,7 +212,7 @@ def run_example(target: Target, argv: list[str], example: dict,
                "error_code": result.error_code,
                "duration_ms": round(result.duration * 1000),
                "ok": not problems}
-    return outcome, problems
+    return outcome, problems, warnings
 
 
 def format_report(report: dict) -> str:

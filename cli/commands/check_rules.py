@@ -251,6 +251,57 @@ def _describe(event) -> str:
     return f"a {event.type} section"
 
 
+def wrapped_findings(events: list, where: str, spec, *,
+                     tool_exit_code: int | None,
+                     error_code: str | None = None,
+                     state: str | None = None,
+                     seen: set[str] | None = None
+                     ) -> tuple[list[Violation], list[str]]:
+    """One run of a wrapped program (a ``command`` manifest): acor writes
+    its stream, so the library's rules do not apply; what does is fitted
+    to a program acor wraps. The violations (a run stopped by a timeout),
+    and warnings: an exit code the manifest's ``errors`` does not explain
+    (the agent gets ``E_EXIT_N`` and a generic recovery), and output lines
+    that would read as ACOR sections (relayed escaped, as the program's
+    output: never obeyed, but never a section either), each line once
+    for all the runs that share ``seen``."""
+    found, warnings = [], []
+    if state == "timeout" or error_code in STOPPED:
+        found.append(Violation(where, "the run was stopped by a timeout "
+                     f"({error_code})", "Make the example finish quickly "
+                     "(a small input), or raise \"timeout\" (and "
+                     "\"idle_timeout\") in the manifest."))
+    errors = spec.errors or {}
+    if tool_exit_code is not None and tool_exit_code > 0 and \
+            str(tool_exit_code) not in errors and state != "timeout":
+        warnings.append(
+            f"{where}: the program exited {tool_exit_code}, which the "
+            "manifest's \"errors\" does not explain, so an agent gets "
+            f"E_EXIT_{tool_exit_code} and a generic recovery. Add "
+            f'"errors": {{"{tool_exit_code}": {{"code": "E_...", '
+            '"message": "what it means", "recovery": "what to do", '
+            '"next": "acor ... {args}"}}')
+    seen = set() if seen is None else seen
+    said = 0
+    for event in events:
+        if event.type not in ("output", "text"):
+            continue
+        for line in _HEADING_LINE.findall(event.text):
+            if line not in seen and said < 3:
+                seen.add(line)
+                said += 1
+                warnings.append(
+                    f"{where}: the program printed {line!r}, which would "
+                    "read as an ACOR section: acor relays it escaped, as "
+                    "the program's output, so an agent never takes it "
+                    "for one. If the program means to report through "
+                    "acor (an error, a question), make it an acor tool "
+                    "(\"entry\", writing sections with the library, "
+                    "acor.sh or acor.mjs), or describe its exit codes in "
+                    "\"errors\".")
+    return found, warnings
+
+
 def _raw_sections(own, where):
     """Text that reads as a section: the tool printed a heading itself.
     It is relayed escaped, as text: it is never obeyed."""
