@@ -106,7 +106,7 @@ def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
 LAYERS = (
     ("leaf", ("acor.cli.errors", "acor.cli.textsafe", "acor.cli.durations",
               "acor.cli.signals", "acor.cli.package_data",
-              "acor.cli.arguments")),
+              "acor.cli.arguments", "acor.cli.handlers")),
     ("output", ("acor.cli.output",)),
     ("sandbox", ("acor.cli.sandbox",)),
     ("discovery", ("acor.cli.discovery",)),

@@ -27,9 +27,12 @@ import os
 import shlex
 from pathlib import Path
 
-from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
-                         OutputFiles, Result, Suggestions, Text, Unknown)
+from acor.events import (AIDirective, Checkpoint, Error, Heartbeat,
+                         InputNeeded, Output, OutputData, OutputFiles,
+                         Progress, Result, Session, Status, Stderr,
+                         Suggestions, Text, Unknown)
 
+from acor.cli.handlers import EventHandler
 from acor.cli.output.budget import Note
 
 from acor.cli.mcp.nextcall import NextCall, next_text
@@ -78,42 +81,79 @@ def structured(data, protocol_version: str):
     return {"data": data}
 
 
-def _block(event, next_call: NextCall | None = None):
-    if isinstance(event, Output):
-        return tool_text(event.text)
-    if isinstance(event, Note):
-        return acor_text("budget", event.text)
-    if isinstance(event, Text):
-        return tool_text(event.text) if event.text.strip() else None
-    if isinstance(event, OutputData):
-        return tool_text(data_text(event))
-    if isinstance(event, AIDirective):
-        return acor_text("directive",
-                         "AI Directive:\n" + _bullets(event.items))
-    if isinstance(event, Suggestions):
-        label = f"Suggestions: {event.title}" if event.title else "Suggestions"
-        return acor_text("suggestions", f"{label}:\n" + _bullets(event.items))
-    if isinstance(event, Error):
-        return acor_text("error", error_text(event, next_call))
-    if isinstance(event, InputNeeded):
-        return None  # the caller decides: ask, or input_needed_text
-    if isinstance(event, Unknown):
-        return tool_text(f"{event.heading}\n{event.body}".rstrip())
-    return None
+class _Content(EventHandler):
+    """The content blocks of each event (one method per event type: a
+    new type cannot be left out unnoticed)."""
+
+    def __init__(self, cwd: str, protocol_version: str,
+                 next_call: NextCall | None) -> None:
+        self.cwd = cwd
+        self.protocol_version = protocol_version
+        self.next_call = next_call
+
+    def on_output(self, event: Output) -> list[dict]:
+        return [tool_text(event.text)]
+
+    def on_text(self, event: Text) -> list[dict]:
+        if isinstance(event, Note):  # acor's own, what the budget left out
+            return [acor_text("budget", event.text)]
+        return [tool_text(event.text)] if event.text.strip() else []
+
+    def on_output_data(self, event: OutputData) -> list[dict]:
+        return [tool_text(data_text(event))]
+
+    def on_output_files(self, event: OutputFiles) -> list[dict]:
+        return files_blocks(event, self.cwd, self.protocol_version)
+
+    def on_ai_directive(self, event: AIDirective) -> list[dict]:
+        return [acor_text("directive",
+                          "AI Directive:\n" + _bullets(event.items))]
+
+    def on_suggestions(self, event: Suggestions) -> list[dict]:
+        label = f"Suggestions: {event.title}" if event.title else \
+            "Suggestions"
+        return [acor_text("suggestions",
+                          f"{label}:\n" + _bullets(event.items))]
+
+    def on_error(self, event: Error) -> list[dict]:
+        return [acor_text("error", error_text(event, self.next_call))]
+
+    def on_input_needed(self, event: InputNeeded) -> list[dict]:
+        return []  # the caller decides: ask, or input_needed_text
+
+    def on_unknown(self, event: Unknown) -> list[dict]:
+        return [tool_text(f"{event.heading}\n{event.body}".rstrip())]
+
+    def on_status(self, event: Status) -> list[dict]:
+        return []  # the final state is in _meta["acor/result"]
+
+    def on_progress(self, event: Progress) -> list[dict]:
+        return []  # sent as progress notifications while it ran
+
+    def on_heartbeat(self, event: Heartbeat) -> list[dict]:
+        return []  # likewise
+
+    def on_session(self, event: Session) -> list[dict]:
+        return []  # in _meta["acor/result"]["session"]
+
+    def on_checkpoint(self, event: Checkpoint) -> list[dict]:
+        return []  # what a resumed call starts from: the tool's to read
+
+    def on_stderr(self, event: Stderr) -> list[dict]:
+        return []  # the server's log (stderr), which clients keep
+
+    def on_result(self, event: Result) -> list[dict]:
+        return []  # _meta["acor/result"]
 
 
 def content_blocks(result, cwd: str,
                    protocol_version: str = MODERN_VERSIONS[0],
                    next_call: NextCall | None = None) -> list[dict]:
     """Every content block of ``result``, files expanded in place."""
+    content = _Content(cwd, protocol_version, next_call)
     blocks = []
     for event in result.events:
-        if isinstance(event, OutputFiles):
-            blocks.extend(files_blocks(event, cwd, protocol_version))
-        else:
-            block = _block(event, next_call)
-            if block is not None:
-                blocks.append(block)
+        blocks.extend(content.handle(event))
     return blocks
 
 

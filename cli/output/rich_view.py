@@ -26,6 +26,7 @@ from rich.syntax import Syntax
 from rich.table import Column
 from rich.text import Text
 
+from acor.cli.handlers import EventHandler
 from acor.cli.textsafe import printable, strip_terminal
 
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
@@ -55,7 +56,11 @@ def _command(argv):
     return _line(argv)
 
 
-class RichSink:
+class RichSink(EventHandler):
+    """Draws each event (one method per event type, see
+    :mod:`cli.handlers`): a live bar for progress, panels for errors and
+    questions, a line for the rest."""
+
     def __init__(self, tool, console=None):
         self.tool = _line(tool)
         self.console = console if console is not None else Console()
@@ -63,19 +68,27 @@ class RichSink:
         self._task = None
 
     def emit(self, event):
-        if event.type == "progress":
-            self._show_progress(event)
-            return
-        handler = getattr(self, "_" + event.type, None)
-        renderable = handler(event) if handler else \
-            Text(_line(event.to_dict()), style="dim")
+        renderable = self.handle(event)
         if event.type in _CLOSES_PROGRESS or \
                 event.type == "status" and event.is_final:
             self._stop_progress()
-        self.console.print(renderable)
+        if renderable is not None:
+            self.console.print(renderable)
 
     def close(self):
         self._stop_progress()
+
+    def on_progress(self, event):
+        self._show_progress(event)
+
+    def on_heartbeat(self, event):
+        return None  # nothing to show: the live bar shows the run is alive
+
+    def on_stderr(self, event):
+        return Text(_text(event.text), style="dim red")
+
+    def on_result(self, event):
+        return None  # the final status above says it
 
     def _show_progress(self, event):
         if self._progress is None:
@@ -106,7 +119,7 @@ class RichSink:
             self._progress.stop()
             self._progress = None
 
-    def _status(self, event):
+    def on_status(self, event):
         style = STATUS_STYLES.get(event.state, "magenta")
         line = Text.assemble(("● ", style),
                              (_line(event.state).capitalize(), style),
@@ -115,13 +128,13 @@ class RichSink:
             return Group(line, Text(_text(event.message)))
         return line
 
-    def _output(self, event):
+    def on_output(self, event):
         return Text(_text(event.text))
 
-    def _text(self, event):
+    def on_text(self, event):
         return Text(_text(event.text), style="dim")
 
-    def _output_data(self, event):
+    def on_output_data(self, event):
         data = event.data
         # json.dumps escapes every control character (ensure_ascii).
         code = data if isinstance(data, str) else json.dumps(data, indent=2)
@@ -130,7 +143,7 @@ class RichSink:
         return Panel(Syntax(_text(code), lexer, word_wrap=True),
                      title="Output Data", title_align="left")
 
-    def _output_files(self, event):
+    def on_output_files(self, event):
         lines = Text()
         for f in event.files:
             lines.append(_line(f.get("path")), style="bold")
@@ -144,7 +157,7 @@ class RichSink:
             lines.append("\n")
         return Panel(lines, title="Output Files", title_align="left")
 
-    def _error(self, event):
+    def on_error(self, event):
         body = Text()
         body.append(f"{_line(event.code)}\n", style="bold")
         if event.details:
@@ -157,7 +170,7 @@ class RichSink:
         return Panel(body, title=Text("Error: " + _line(event.title)),
                      title_align="left", border_style="red")
 
-    def _input_needed(self, event):
+    def on_input_needed(self, event):
         body = Text(_text(event.message) + "\n")
         for name, spec in (event.fields or {}).items():
             spec = spec if isinstance(spec, dict) else {}
@@ -181,20 +194,20 @@ class RichSink:
         return Panel(body, title=Text(title), title_align="left",
                      border_style=style)
 
-    def _ai_directive(self, event):
+    def on_ai_directive(self, event):
         return self._bullets("AI Directive", event.items, "magenta")
 
-    def _suggestions(self, event):
+    def on_suggestions(self, event):
         title = "Suggestions" + (f": {_line(event.title)}"
                                  if event.title else "")
         return self._bullets(title, event.items, "blue")
 
-    def _session(self, event):
+    def on_session(self, event):
         return Text(f"Session {_line(event.id)}", style="cyan")
 
-    def _checkpoint(self, event):
+    def on_checkpoint(self, event):
         return Text(f"Checkpoint {_line(event.id)}", style="dim cyan")
 
-    def _unknown(self, event):
+    def on_unknown(self, event):
         return Text(f"## {_line(event.heading)}\n{_text(event.body)}",
                     style="dim")
