@@ -405,6 +405,20 @@ def test_help_lists_builtins_and_tools(project):
     assert project.acor("--version").stdout.startswith("acor")
 
 
+def test_acor_help_answers_for_acor_a_command_or_a_tool(project):
+    project.add_tool("hello", OK_TOOL, description="Say hello",
+                     usage="hello [NAME]")
+    assert project.acor("help").stdout == project.acor("--help").stdout
+    check = project.acor("help", "check")
+    assert check.returncode == 0
+    assert check.stdout.startswith("Usage: acor check [OPTIONS] TOOL")
+    tool = project.acor("help", "hello")
+    assert tool.returncode == 0 and "hello [NAME]" in tool.stdout
+    missing = project.acor("help", "helo")
+    assert missing.returncode == 2
+    assert "Did you mean: hello?" in missing.stdout
+
+
 def test_list_json_and_show(project):
     project.add_tool("hello", OK_TOOL, usage="hello [NAME]")
     listed = json.loads(project.acor("list", "--json").stdout)

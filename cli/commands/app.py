@@ -2,8 +2,10 @@
 
 ``acor <tool>`` never comes here (see :mod:`cli.main`); ``acor``, ``acor
 --help`` and every built-in command do. The commands live in modules of
-their own (:mod:`cli.info`: list, show, doctor, schema; :mod:`cli.call_cmd`;
-:mod:`cli.sessions_cmd`) and are registered here. Usage errors are reported
+their own (:mod:`cli.commands.info`: list, show, doctor, schema;
+:mod:`cli.commands.call`, ``check``, ``new``, ``mcp``, ``export``,
+``sessions``) and are registered here; ``parse`` and ``help`` are small
+enough to live here. Usage errors are reported
 in ACOR form with exit code 2, like every other error an agent can cause.
 """
 
@@ -153,6 +155,24 @@ def _parse_verdict(ending: str | None, after: int) -> int:
                    f"{ending}", err=True)
         return exitcodes.FAILED
     return exitcodes.OK
+
+
+@cli.command("help")
+@click.argument("topic", required=False)
+@click.pass_context
+def help_command(ctx, topic):
+    """Show help: acor's with no TOPIC, a built-in command's, or a tool's
+    (as `acor show TOOL`, which runs nothing)."""
+    root = ctx.find_root()
+    if topic is None:
+        click.echo(root.get_help())
+        return
+    command = cli.get_command(root, topic)
+    if command is not None:
+        with click.Context(command, info_name=topic, parent=root) as sub:
+            click.echo(command.get_help(sub))
+        return
+    ctx.invoke(info.show, tool=topic, as_json=False)
 
 
 cli.add_command(sessions)
