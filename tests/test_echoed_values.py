@@ -1,6 +1,8 @@
-"""Classes of the outside review's breaks that live in the launcher, each
-named after its class (the others: test_forging.py, test_jsonlines.py,
-test_hardening.py, test_boundaries.py, test_progress.py)."""
+"""What the launcher echoes from a manifest, the command line or the config
+is data: escaped, bounded, valid UTF-8, never a section; and a run stopped
+in the middle of a large section loses and merges nothing. (Forged
+sections: test_forging.py; JSON lines: test_jsonlines.py; the rich view:
+test_hardening.py.)"""
 
 import json
 import os
