@@ -153,6 +153,13 @@ class _Spare:
         self.sock = sock
         self.exit_fd = os.pidfd_open(pid)
 
+    def end(self) -> None:
+        """Kill and reap it: it was never given a call, or could not be."""
+        self.sock.close()  # it reads the end, and leaves
+        _kill_group(self.pid)
+        os.waitpid(self.pid, 0)
+        os.close(self.exit_fd)
+
 
 _spare: list[_Spare] = []  # the one spare, when there is one
 
@@ -195,22 +202,15 @@ def _hand_to_spare(message: bytes, fds: list[int]) -> _Spare | None:
     try:
         socket.send_fds(spare.sock, [message], fds)
     except OSError:
-        _kill_group(spare.pid)
-        os.waitpid(spare.pid, 0)
-        os.close(spare.exit_fd)
+        spare.end()
         return None
-    finally:
-        spare.sock.close()
+    spare.sock.close()
     return spare
 
 
 def _end_spare() -> None:
     while _spare:
-        spare = _spare.pop()
-        spare.sock.close()  # it reads the end, and leaves
-        os.kill(spare.pid, signal.SIGKILL)
-        os.waitpid(spare.pid, 0)
-        os.close(spare.exit_fd)
+        _spare.pop().end()
 
 
 def _accept(control: socket.socket, running: dict):
