@@ -135,6 +135,17 @@ def test_arguments_too_large_for_the_environment_come_in_a_file(probe):
     assert path and not os.path.exists(path)  # removed with the run
 
 
+def test_no_room_for_the_arguments_file_is_an_error_not_a_crash(probe):
+    files = [f"file-{i:06d}-" + "x" * 90 for i in range(1200)]
+    done = acor(probe, "--format", "json", "probe", *files,
+                env={"TMPDIR": str(probe.root / "no-such-dir")})
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["error_code"] == "E_TOOL_NOT_RUNNABLE"
+    assert events[-1]["next"][:4] == ["acor", "--format", "json", "probe"]
+    assert not (probe.root / "ran").exists()
+
+
 def test_a_wrapped_program_gets_them_and_a_python_entry_does_not(project):
     project.add_wrapped("env-args", ["/bin/sh", "-c",
                                      'printf "%s" "$ACOR_ARGS"', "sh"],

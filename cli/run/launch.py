@@ -210,7 +210,19 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
         collector.sandbox_note = lambda: _sandbox_note(spec, declared)
     args_file = None
     if args_json is not None:
-        args_file = _pass_args(args_json, run_env)
+        try:
+            args_file = _pass_args(args_json, run_env)
+        except OSError as exc:  # no room for the file: nothing started
+            if box is not None:
+                _remove_tmpdir(run_env)
+            protocol.spawned()
+            return _failed(collector, Error(
+                f"Cannot pass tool '{spec.name}' its arguments: "
+                f"{exc.strerror or exc}", "E_TOOL_NOT_RUNNABLE",
+                f"{ARGS_FILE_VAR} in: {run_env.get('TMPDIR') or '/tmp'}",
+                "Free space in the temp dir (or set TMPDIR to one with "
+                "room), then run it again.", policy.same_command()),
+                exitcodes.FAILED, started)
     pass_fds = protocol.pass_fds()
     human_fd = None
     if human:
