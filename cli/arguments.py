@@ -78,6 +78,20 @@ def reads_args_json(spec) -> bool:
                 argv[1] == "-u" and argv[2].endswith(".py"))
 
 
+def argv_values(spec, argv) -> dict:
+    """``argv`` parsed with ``spec``'s schema: every property but the
+    human-only ones (a person gives those on a channel of their own),
+    None for one not given. Raises :class:`acor.args.UsageError` or
+    :class:`acor.args.HelpRequested`, as the schema's parser does."""
+    from acor.args import is_human
+    from acor.argparsing import parse
+    parsed = parse(spec.args_schema, list(argv), f"acor {spec.name}",
+                   spec.description)
+    return {name: getattr(parsed, name) for name, prop in
+            spec.args_schema.get("properties", {}).items()
+            if not is_human(prop)}
+
+
 def argv_json(spec, argv, command=("acor",)) -> str:
     """``argv`` parsed with ``spec``'s schema, as a JSON object: every
     property but the human-only ones (a person's answer is never put in
@@ -91,22 +105,15 @@ def argv_json(spec, argv, command=("acor",)) -> str:
     import json
 
     from acor.args import UsageError as ArgvError
-    from acor.args import is_human
-    from acor.argparsing import parse
-    schema = spec.args_schema
     help_argv = [*command, spec.name, "--help"]
     try:
-        parsed = parse(schema, list(argv), f"acor {spec.name}",
-                       spec.description)
+        values = argv_values(spec, argv)
     except ArgvError as wrong:
         import shlex
         raise UsageError(wrong.message, "Run `" + shlex.join(help_argv) +
                          "` for the arguments, then run the corrected "
                          "command.", details=wrong.usage,
                          next=help_argv) from None
-    properties = schema.get("properties", {})
-    values = {name: getattr(parsed, name) for name, prop in
-              properties.items() if not is_human(prop)}
     unpassable = _unpassable(values)
     if unpassable:  # bytes that are not UTF-8: no JSON string holds them
         raise UsageError(f"Invalid arguments for '{spec.name}': "

@@ -17,6 +17,8 @@ import json
 import shlex
 from typing import Any, Callable, Optional, Sequence
 
+from acor.cli.arguments import argv_values
+
 #: acor's options that change nothing an MCP call could: how the output is
 #: written and whether a person may be asked (the server decides both).
 _PRESENTATION = {"--format": 1, "--no-input": 0}
@@ -55,21 +57,13 @@ def tool_call(argv: Sequence[str], served: Callable[[str], Any]
 def _arguments(spec, argv: list[str]) -> dict | None:
     """``argv`` as the call's arguments: the values its schema parses from
     it, leaving out what was not given (the schema's defaults apply)."""
-    from acor.argparsing import parse
-    from acor.args import HelpRequested, UsageError, is_human
-    schema = spec.args_schema
+    from acor.args import HelpRequested, UsageError
     try:
-        parsed = parse(schema, argv, spec.name)
+        values = argv_values(spec, argv)
     except (UsageError, HelpRequested):  # --help: the inputSchema says it
         return None
-    arguments = {}
-    for name, prop in schema.get("properties", {}).items():
-        value = getattr(parsed, name, None)
-        if is_human(prop) or value is None or value is False or \
-                value == []:
-            continue
-        arguments[name] = value
-    return arguments
+    return {name: value for name, value in values.items()
+            if not (value is None or value is False or value == [])}
 
 
 def next_text(label: str, argv: Sequence[str],
