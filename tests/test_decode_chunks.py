@@ -101,3 +101,25 @@ def test_a_read_larger_than_a_slice_is_taken_in_slices_without_loss():
     reader = LineReader()
     blocks = reader.feed(data) + reader.close()
     assert "\n".join(blocks) == data.decode()
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(stream=streams(), draw=st.data())
+def test_property_an_mcp_result_is_the_same_however_the_reads_cut(stream,
+                                                                 draw):
+    """What an MCP client is given does not depend on where the reads cut
+    the stream: the tool's raw text stays one block per run of lines, so a
+    forged heading is labelled together with the lines under it."""
+    from types import SimpleNamespace
+
+    from acor.cli.mcp.results import content_blocks
+    data, _ = stream
+    # Cuts inside the stream, line ends among them: where reads split text.
+    ends = [i + 1 for i, byte in enumerate(data) if byte == 0x0A]
+    cuts = draw.draw(st.lists(st.sampled_from(ends) if ends else
+                              st.just(0), max_size=6)) + \
+        draw.draw(st.lists(st.integers(0, len(data)), max_size=6))
+
+    def blocks(events):
+        return content_blocks(SimpleNamespace(events=events), "/")
+    assert blocks(_decode(data, cuts)) == blocks(_decode(data, []))

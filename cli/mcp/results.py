@@ -152,9 +152,29 @@ def content_blocks(result, cwd: str,
     """Every content block of ``result``, files expanded in place."""
     content = _Content(cwd, protocol_version, next_call)
     blocks = []
-    for event in result.events:
+    for event in _text_joined(result.events):
         blocks.extend(content.handle(event))
     return blocks
+
+
+def _text_joined(events: list) -> list:
+    """Adjacent runs of the tool's raw text as one event. Where its lines
+    were cut into reads is timing (how the tool flushed, how busy the
+    machine was), not meaning: the agent gets the same blocks either way,
+    and a forged heading followed by its lines is labelled as one block."""
+    joined: list = []
+    lines: list[str] = []  # the run of text being joined (linear, however long)
+    for event in events:
+        if type(event) is Text:
+            lines.append(event.text)
+            continue
+        if lines:
+            joined.append(Text("\n".join(lines)))
+            lines = []
+        joined.append(event)
+    if lines:
+        joined.append(Text("\n".join(lines)))
+    return joined
 
 
 def text(value: str) -> dict:
