@@ -127,6 +127,24 @@ def test_writes_only_where_declared_and_its_temp_dir(boxed):
     assert not os.path.exists(scratch)
 
 
+def test_a_boxed_tool_that_cannot_start_leaves_no_temp_dir(boxed,
+                                                            tmp_path):
+    """The run's private temp dir is made before the spawn: a program
+    that cannot start fails as E_TOOL_NOT_RUNNABLE and takes it along."""
+    base = tmp_path / "tmp"
+    base.mkdir()
+    boxed.env["TMPDIR"] = str(base)
+    boxed.add_wrapped("ghost", ["/no/such/program"], sandbox={"write": []})
+    done = acor(boxed, "--format", "json", "ghost")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert json.loads(done.stdout.splitlines()[-1])["error_code"] == \
+        "E_TOOL_NOT_RUNNABLE"
+    assert list(base.iterdir()) == []
+    ok = acor(boxed, "probe", "tmp", "-")  # and the one that ran: likewise
+    assert ok.returncode == 0, ok.stdout
+    assert list(base.iterdir()) == []
+
+
 def test_a_tool_that_declares_nothing_keeps_all_rights(boxed):
     target = boxed.home / "allowed"
     done = acor(boxed, "open", "write", str(target))

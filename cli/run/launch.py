@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import time
+from contextlib import ExitStack
 
 from acor import exitcodes
 from acor.events import Error, Event, Output, Status
@@ -195,82 +196,78 @@ def _run_spec(spec, policy, collector, cancel, cwd, env, inherit_stdin,
             if word == "{project_python}" else word
             for word in spec.argv] + policy.args
     run_env = policy.environment(env, protocol.env())
-    box = None
-    declared = _declared_box(spec, policy.config, sandbox)
-    if declared is not None:
-        from acor.cli.discovery.cache import cache_dir
-        from acor.cli.sandbox import kernel
-        lacks = kernel.missing(declared, kernel.offers(cache_dir()))
-        if lacks:
-            protocol.spawned()
-            return _failed(collector, _sandbox_unavailable(spec, policy,
-                                                           lacks),
-                           exitcodes.FAILED, started)
-        box = _make_box(declared, spec, policy, cwd, run_env)
-        collector.sandbox_note = lambda: _sandbox_note(spec, declared)
-    args_file = None
-    if args_json is not None:
+    # What this run makes for the tool (its sandbox's temp dir, the file
+    # holding its arguments) is removed however the run ends.
+    with ExitStack() as made:
+        box = None
+        declared = _declared_box(spec, policy.config, sandbox)
+        if declared is not None:
+            from acor.cli.discovery.cache import cache_dir
+            from acor.cli.sandbox import kernel
+            lacks = kernel.missing(declared, kernel.offers(cache_dir()))
+            if lacks:
+                protocol.spawned()
+                return _failed(collector, _sandbox_unavailable(spec, policy,
+                                                               lacks),
+                               exitcodes.FAILED, started)
+            box = _make_box(declared, spec, policy, cwd, run_env)
+            made.callback(_remove_tmpdir, run_env)
+            collector.sandbox_note = lambda: _sandbox_note(spec, declared)
+        if args_json is not None:
+            try:
+                args_file = _pass_args(args_json, run_env)
+                made.callback(_remove_args_file, args_file)
+            except OSError as exc:  # no room for the file: nothing started
+                protocol.spawned()
+                return _failed(collector, Error(
+                    f"Cannot pass tool '{spec.name}' its arguments: "
+                    f"{exc.strerror or exc}", "E_TOOL_NOT_RUNNABLE",
+                    f"{ARGS_FILE_VAR} in: {run_env.get('TMPDIR') or '/tmp'}",
+                    "Free space in the temp dir (or set TMPDIR to one with "
+                    "room), then run it again.", policy.same_command()),
+                    exitcodes.FAILED, started)
+        pass_fds = protocol.pass_fds()
+        human_fd = None
+        if human:
+            from acor import human as channel
+            human_fd = channel.pipe(human)
+            run_env[channel.FD_VAR] = str(human_fd)
+            pass_fds = (*pass_fds, human_fd)
         try:
-            args_file = _pass_args(args_json, run_env)
-        except OSError as exc:  # no room for the file: nothing started
-            if box is not None:
-                _remove_tmpdir(run_env)
+            proc = _spawn(warm, spec, argv, cwd=policy.cwd(cwd), env=run_env,
+                          pass_fds=pass_fds,
+                          inherit_stdin=inherit_stdin and bool(spec.stdin),
+                          alone=alone,
+                          sandbox=None if box is None else box.to_request())
+        except OSError as exc:
             protocol.spawned()
             return _failed(collector, Error(
-                f"Cannot pass tool '{spec.name}' its arguments: "
-                f"{exc.strerror or exc}", "E_TOOL_NOT_RUNNABLE",
-                f"{ARGS_FILE_VAR} in: {run_env.get('TMPDIR') or '/tmp'}",
-                "Free space in the temp dir (or set TMPDIR to one with "
-                "room), then run it again.", policy.same_command()),
-                exitcodes.FAILED, started)
-    pass_fds = protocol.pass_fds()
-    human_fd = None
-    if human:
-        from acor import human as channel
-        human_fd = channel.pipe(human)
-        run_env[channel.FD_VAR] = str(human_fd)
-        pass_fds = (*pass_fds, human_fd)
-    try:
-        proc = _spawn(warm, spec, argv, cwd=policy.cwd(cwd), env=run_env,
-                      pass_fds=pass_fds,
-                      inherit_stdin=inherit_stdin and bool(spec.stdin),
-                      alone=alone,
-                      sandbox=None if box is None else box.to_request())
-    except OSError as exc:
-        _remove_args_file(args_file)
-        if box is not None:
-            _remove_tmpdir(run_env)
+                f"Cannot start tool '{spec.name}': {exc.strerror or exc}",
+                "E_TOOL_NOT_RUNNABLE", f"command: {argv[0]}",
+                "Check the manifest's entry or command: it must exist and be "
+                "executable.", ["acor", "show", spec.name]), exitcodes.FAILED,
+                started)
+        finally:
+            if human_fd is not None:  # the tool holds its copy, or never ran
+                os.close(human_fd)
         protocol.spawned()
-        return _failed(collector, Error(
-            f"Cannot start tool '{spec.name}': {exc.strerror or exc}",
-            "E_TOOL_NOT_RUNNABLE", f"command: {argv[0]}",
-            "Check the manifest's entry or command: it must exist and be "
-            "executable.", ["acor", "show", spec.name]), exitcodes.FAILED,
-            started)
-    finally:
-        if human_fd is not None:  # the tool holds its copy, or never ran
-            os.close(human_fd)
-    protocol.spawned()
-    # From here on the tool starts up (tens of ms for a Python tool) while
-    # acor imports and builds what relaying needs: the relay loop, the
-    # decoder and the grammar are loaded now, in that time, not before.
-    from acor.cli.run.relay import Relay
-    collector.started()
-    if reap_orphans:
-        process.tune_allocator()  # for the buffers to come
-    relay = Relay(proc, protocol, collector, name=spec.name,
-                  args=policy.args, timeout=policy.timeout,
-                  idle_timeout=policy.idle_timeout, cancel=cancel,
-                  stop_error=policy.stop_error,
-                  on_stderr=collector.stderr, on_late=collector.late)
-    try:
-        relay.run()
-    finally:
-        proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
-                  reap_orphans)
-        _remove_args_file(args_file)
-        if box is not None:
-            _remove_tmpdir(run_env)
+        # From here on the tool starts up (tens of ms for a Python tool) while
+        # acor imports and builds what relaying needs: the relay loop, the
+        # decoder and the grammar are loaded now, in that time, not before.
+        from acor.cli.run.relay import Relay
+        collector.started()
+        if reap_orphans:
+            process.tune_allocator()  # for the buffers to come
+        relay = Relay(proc, protocol, collector, name=spec.name,
+                      args=policy.args, timeout=policy.timeout,
+                      idle_timeout=policy.idle_timeout, cancel=cancel,
+                      stop_error=policy.stop_error,
+                      on_stderr=collector.stderr, on_late=collector.late)
+        try:
+            relay.run()
+        finally:
+            proc.reap(process.KILL_GRACE if relay.kill_at else 0.5,
+                      reap_orphans)
     ending = relay.finish()
     result = collector.finish(ending.exit_code, ending.state,
                               time.monotonic() - started, policy)
