@@ -27,7 +27,7 @@ import os
 import shlex
 from pathlib import Path
 
-from acor.events import (AIDirective, Checkpoint, Error, Heartbeat,
+from acor.events import (AIDirective, Checkpoint, Error, Event, Heartbeat,
                          InputNeeded, Output, OutputData, OutputFiles,
                          Progress, Result, Session, Status, Stderr,
                          Suggestions, Text, Unknown)
@@ -157,12 +157,12 @@ def content_blocks(result, cwd: str,
     return blocks
 
 
-def _text_joined(events: list) -> list:
+def _text_joined(events: list[Event]) -> list[Event]:
     """Adjacent runs of the tool's raw text as one event. Where its lines
     were cut into reads is timing (how the tool flushed, how busy the
     machine was), not meaning: the agent gets the same blocks either way,
     and a forged heading followed by its lines is labelled as one block."""
-    joined: list = []
+    joined: list[Event] = []
     lines: list[str] = []  # the run of text being joined (linear, however long)
     for event in events:
         if type(event) is Text:
