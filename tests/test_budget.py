@@ -221,14 +221,30 @@ def test_memory_stays_bounded_relaying_200_mb(project, fmt):
     assert len(out) < HOLDOUT
 
 
-def test_sessions_clear_removes_the_output_files(project):
+@pytest.mark.parametrize("option", ["--clear", "--clear-output"])
+def test_sessions_clear_removes_the_output_files(project, option):
+    """`acor sessions --clear` with no id (or --clear-output) deletes the
+    files holding whole outputs; a tool's saved session is kept."""
     project.add_tool("flood", FLOOD)
+    project.add_tool("saver", """\
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.session("keep-me")
+            tool.checkpoint("c1", {"i": 1})
+        """)
     project.run("flood", "2000000")
+    project.run("saver")
     spill = project.root / ".acor" / "state" / ".output"
     assert list(spill.iterdir())
-    run = project.run("sessions", "--clear-output")
+    run = project.run("sessions", option)
     assert run.returncode == 0, run.stdout + run.stderr
+    assert "Removed 1 output file(s)" in run.stdout
     assert not list(spill.iterdir())
+    listed = project.run("sessions", "--json")
+    assert [s["session"] for s in json.loads(listed.stdout)["sessions"]] \
+        == ["keep-me"]
+    done = project.run("sessions", option, "--json")
+    assert json.loads(done.stdout)["cleared_output"]["files"] == 0
 
 
 CHATTY = """

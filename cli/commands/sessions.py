@@ -5,6 +5,7 @@
     csv-profile  run-42   batch-7          2024-06-01T12:00:00Z  3
     $ acor sessions --json          # {"state_dir": ..., "sessions": [...]}
     $ acor sessions --clear run-42 --tool csv-profile
+    $ acor sessions --clear         # the output files of runs over budget
 
 Sessions live where tools write them (see :mod:`acor.sessions`): the
 config's ``state_dir``, passed in ``ctx.obj["state_dir"]`` by the launcher,
@@ -60,8 +61,11 @@ def _tools_with(state_dir, session_id):
 
 @click.command("sessions")
 @click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
-@click.option("--clear", "clear_id", metavar="ID",
-              help="Delete the session ID and all its checkpoints.")
+@click.option("--clear", "clear_id", metavar="[ID]", is_flag=False,
+              flag_value="",
+              help="Delete the session ID and all its checkpoints. With no "
+                   "ID: delete the output files (as --clear-output does); "
+                   "sessions are kept.")
 @click.option("--clear-output", is_flag=True,
               help="Delete the files that hold the whole output of runs "
                    "that went over their output budget (--max-output).")
@@ -78,6 +82,12 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
     # command that prints for programs.
     as_json = as_json or obj.get("format") == "json"
     fmt = "json" if as_json else obj.get("format")
+    # A bare --clear clears what acor alone keeps of past runs (their whole
+    # output, over the budget), never the sessions: those hold a tool's
+    # resumable work, and each is deleted by its id.
+    bare_clear = clear_id == ""
+    if bare_clear:
+        clear_id, clear_output = None, True
     try:
         if tool is not None:
             validate_tool_name(tool)
@@ -95,6 +105,9 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
         else:
             click.echo(f"Removed {removed} output file(s) from "
                        f"{printable(where)}.")
+            if bare_clear:
+                click.echo("Sessions are kept: `acor sessions` lists them, "
+                           "`acor sessions --clear ID` deletes one.")
         if clear_id is None:
             return
     if clear_id is None:
