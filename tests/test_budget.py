@@ -247,6 +247,19 @@ def test_sessions_clear_removes_the_output_files(project, option):
     assert json.loads(done.stdout)["cleared_output"]["files"] == 0
 
 
+def test_sessions_clear_with_a_tool_removes_only_its_output_files(project):
+    project.add_tool("flood", FLOOD)
+    project.add_tool("flood-two", FLOOD)
+    project.run("flood", "2000000")
+    project.run("flood-two", "2000000")
+    spill = project.root / ".acor" / "state" / ".output"
+    run = project.run("sessions", "--clear", "--tool", "flood")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Removed 1 output file(s) of flood" in run.stdout
+    (left,) = spill.iterdir()
+    assert "-flood-two-" in left.name
+
+
 CHATTY = """
 import time
 from acor import AcorTool

@@ -70,8 +70,9 @@ def _tools_with(state_dir, session_id):
               help="Delete the files that hold the whole output of runs "
                    "that went over their output budget (--max-output).")
 @click.option("--tool", metavar="NAME",
-              help="Only this tool's sessions (needed by --clear when "
-                   "several tools have a session with that id).")
+              help="Only this tool's sessions or output files (needed by "
+                   "--clear ID when several tools have a session with that "
+                   "id).")
 @click.pass_context
 def sessions(ctx, as_json, clear_id, clear_output, tool):
     """List saved sessions (tool, session, last checkpoint, time, count),
@@ -97,13 +98,14 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
         _fail(ctx, fmt, str(exc), "E_USAGE", _LIST_HINT)
     if clear_output:
         from acor.cli.output.budget import clear_outputs, output_dir
-        removed = clear_outputs(state_dir)
+        removed = clear_outputs(state_dir, tool)
         where = output_dir(state_dir)
         if as_json:
-            click.echo(json.dumps({"cleared_output": {"files": removed,
-                                                      "dir": where}}))
+            click.echo(json.dumps({"cleared_output": {
+                "files": removed, "dir": where, "tool": tool}}))
         else:
-            click.echo(f"Removed {removed} output file(s) from "
+            of = f" of {tool}" if tool else ""
+            click.echo(f"Removed {removed} output file(s){of} from "
                        f"{printable(where)}.")
             if bare_clear:
                 click.echo("Sessions are kept: `acor sessions` lists them, "

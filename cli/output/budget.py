@@ -245,6 +245,15 @@ def _unlink(path: str) -> None:
         pass
 
 
+def spill_tool(name: str) -> Optional[str]:
+    """The tool whose run wrote the spill file ``name``
+    (``STAMP-TOOL-PID-HEX.ext``, the stamp ``YYYYmmdd-HHMMSS``)."""
+    parts = name.split("-", 2)
+    if len(parts) < 3 or "-" not in parts[2]:
+        return None
+    return parts[2].rsplit("-", 2)[0]
+
+
 def _prune(directory: str) -> None:
     """Remove this user's spill files older than :data:`MAX_AGE`."""
     cutoff = time.time() - MAX_AGE
@@ -262,14 +271,16 @@ def _prune(directory: str) -> None:
         pass
 
 
-def clear_outputs(state_dir: str) -> int:
-    """Remove every spill file (``acor sessions --clear``); how many."""
+def clear_outputs(state_dir: str, tool: Optional[str] = None) -> int:
+    """Remove every spill file, or ``tool``'s only (``acor sessions
+    --clear [--tool NAME]``); how many."""
     directory = output_dir(state_dir)
     removed = 0
     try:
         with os.scandir(directory) as entries:
             for entry in entries:
-                if entry.is_file(follow_symlinks=False):
+                if entry.is_file(follow_symlinks=False) and (
+                        tool is None or spill_tool(entry.name) == tool):
                     _unlink(entry.path)
                     removed += 1
     except OSError:
