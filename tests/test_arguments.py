@@ -146,6 +146,30 @@ def test_no_room_for_the_arguments_file_is_an_error_not_a_crash(probe):
     assert not (probe.root / "ran").exists()
 
 
+def test_a_failed_write_of_the_arguments_file_leaves_no_file(probe,
+                                                              tmp_path):
+    """The file cannot be written whole (here a file-size limit, as a
+    full disk would): the run ends as above and no partial file is left
+    in the temp dir."""
+    import resource
+    files = [f"file-{i:06d}-" + "x" * 90 for i in range(1200)]
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+
+    def small_files():  # in acor's process only: 64 KiB a file at most
+        resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536))
+    done = subprocess.run(
+        [ACOR_SCRIPT, "--format", "json", "probe", *files],
+        cwd=probe.root, env={**probe.env, "TMPDIR": str(tmp)},
+        capture_output=True, text=True, timeout=60,
+        stdin=subprocess.DEVNULL, preexec_fn=small_files)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    assert events[-1]["error_code"] == "E_TOOL_NOT_RUNNABLE"
+    assert not (probe.root / "ran").exists()
+    assert list(tmp.iterdir()) == []
+
+
 def test_a_wrapped_program_gets_them_and_a_python_entry_does_not(project):
     project.add_wrapped("env-args", ["/bin/sh", "-c",
                                      'printf "%s" "$ACOR_ARGS"', "sh"],

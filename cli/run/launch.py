@@ -376,8 +376,12 @@ def _pass_args(args_json: str, run_env: dict) -> Optional[str]:
     import tempfile
     fd, path = tempfile.mkstemp(prefix="acor-args-", suffix=".json",
                                 dir=run_env.get("TMPDIR"))
-    with open(fd, "wb") as f:
-        f.write(encoded)
+    try:
+        with open(fd, "wb") as f:
+            f.write(encoded)
+    except OSError:  # a full disk, say: no partial file is left behind
+        _remove_args_file(path)
+        raise
     run_env[ARGS_FILE_VAR] = path
     return path
 
