@@ -16,6 +16,7 @@ this module does not know, is left for the SDK to answer.
 import json
 import os
 import select
+import stat
 import sys
 import threading
 
@@ -59,6 +60,12 @@ class Wire:
         # The writer thread sends the server's messages; the reader thread
         # answers lines that are not JSON-RPC at all. One message at a time.
         self._write_lock = threading.Lock()
+        # A socket or a file does not promise what a pipe does of a write
+        # no larger than PIPE_BUF (see try_write).
+        try:
+            self._out_is_pipe = stat.S_ISFIFO(os.fstat(out_fd).st_mode)
+        except OSError:
+            self._out_is_pipe = False
 
     @classmethod
     def claim(cls) -> "Wire":
@@ -77,7 +84,6 @@ class Wire:
         """Whether a read would not block, waiting up to ``timeout`` s."""
         if self._buffer or self._eof:
             return True
-        import select
         return bool(select.select([self.in_fd], [], [], timeout)[0])
 
     def read_line(self) -> bytes | None:
@@ -112,7 +118,7 @@ class Wire:
                 blocking=False):
             return False
         try:
-            if not _is_pipe(self.out_fd) or not select.select(
+            if not self._out_is_pipe or not select.select(
                     [], [self.out_fd], [], 0)[1]:
                 return False
             view = memoryview(data)
@@ -128,18 +134,6 @@ class Wire:
         with self._write_lock:
             while view:
                 view = view[os.write(self.out_fd, view):]
-
-
-_pipes: dict[int, bool] = {}
-
-
-def _is_pipe(fd: int) -> bool:
-    """Whether ``fd`` is a pipe (asked once: a socket or a file does not
-    promise what a pipe does of a write no larger than PIPE_BUF)."""
-    if fd not in _pipes:
-        import stat
-        _pipes[fd] = stat.S_ISFIFO(os.fstat(fd).st_mode)
-    return _pipes[fd]
 
 
 class Opening:
