@@ -48,7 +48,9 @@ def timed(project, *args):
     return result, time.monotonic() - start
 
 
-def assert_idle_timeout(result, elapsed, limit):
+def assert_idle_timeout(result):
+    """Stopped by the idle timeout: the tool, silent for a minute, never
+    got to print "done" (how soon it was stopped is the machine's)."""
     assert result.returncode == 124, result.stdout + result.stderr
     errors = [e for e in events(result.stdout) if e["type"] == "error"]
     assert [e["code"] for e in errors] == ["E_IDLE_TIMEOUT"]
@@ -57,13 +59,12 @@ def assert_idle_timeout(result, elapsed, limit):
     assert headings(result.stdout)[-2:] == ["Error: " + errors[0]["title"],
                                             "Status: Failed"]
     assert "done" not in result.stdout
-    assert elapsed < limit, f"stopped after {elapsed:.1f} s"
 
 
 def test_silence_past_the_idle_timeout_stops_the_tool(project):
     project.add_tool("silent", SILENT)
-    result, elapsed = timed(project, "--idle-timeout", "0.5", "silent", "3")
-    assert_idle_timeout(result, elapsed, 2.8)
+    result = project.acor("--idle-timeout", "0.5", "silent", "60")
+    assert_idle_timeout(result)
     error = [e for e in events(result.stdout) if e["type"] == "error"][0]
     assert error["title"] == \
         "Tool 'silent' was silent for 0.5 s and was stopped"
@@ -71,11 +72,12 @@ def test_silence_past_the_idle_timeout_stops_the_tool(project):
 
 def test_heartbeats_keep_a_silent_tool_alive_and_are_not_relayed(project):
     project.add_tool("beating", BEATING)
-    # Twice the idle timeout in all, a heartbeat every sixth of it.
-    result, elapsed = timed(project, "--idle-timeout", "0.6", "beating",
-                            "1.2", "0.1")
+    # Longer than the idle timeout in all, a heartbeat every twentieth of
+    # it: a busy machine would have to stall the tool for 2 s to miss one.
+    result, elapsed = timed(project, "--idle-timeout", "2", "beating",
+                            "2.4", "0.1")
     assert result.returncode == 0, result.stdout + result.stderr
-    assert elapsed >= 1.2
+    assert elapsed >= 2.4
     assert "heartbeat" not in result.stdout + result.stderr
     assert "\x1e" not in result.stdout
     assert headings(result.stdout) == [
@@ -84,8 +86,8 @@ def test_heartbeats_keep_a_silent_tool_alive_and_are_not_relayed(project):
 
 def test_idle_timeout_from_the_manifest_applies(project):
     project.add_tool("silent", SILENT, idle_timeout=0.5)
-    result, elapsed = timed(project, "silent", "3")
-    assert_idle_timeout(result, elapsed, 2.8)
+    result = project.acor("silent", "60")
+    assert_idle_timeout(result)
 
 
 def test_the_flag_overrides_the_manifest(project):
