@@ -68,10 +68,15 @@ MAX_BYTES = 8 << 20
 # right after an edit.
 RACY_NS = 2_000_000_000
 
-try:  # The bare C module imports in microseconds; hashlib loads OpenSSL.
-    from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
-except ImportError:  # pragma: no cover - other interpreters / versions
-    from hashlib import sha256 as _sha256
+# sha256 from the bare C module, which imports in microseconds (hashlib
+# loads OpenSSL): _sha2 from Python 3.12 on, _sha256 before.
+try:
+    from _sha2 import sha256 as _sha256  # type: ignore
+except ImportError:
+    try:
+        from _sha256 import sha256 as _sha256  # type: ignore
+    except ImportError:  # pragma: no cover - other interpreters
+        from hashlib import sha256 as _sha256
 
 
 class Record:
