@@ -57,6 +57,22 @@ if TYPE_CHECKING:
     from .toolstate import ToolState
 
 
+def _strict_warnings() -> None:
+    """A switch for acor's own test suite: with ACOR_STRICT_WARNINGS=1 a
+    DeprecationWarning raised in acor's code is an error, in every process
+    acor starts (pytest's filters reach only its own, and PYTHONWARNINGS
+    cannot name a module pattern). Every acor process imports this file
+    first, so this is the one place that can set it."""
+    import os  # built in, already loaded by the interpreter
+    if os.environ.get("ACOR_STRICT_WARNINGS") == "1":
+        import warnings
+        warnings.filterwarnings("error", category=DeprecationWarning,
+                                module=r"acor(\.|$)")
+
+
+_strict_warnings()
+
+
 def __getattr__(name: str) -> object:
     try:
         module_name, attribute = _LAZY[name]

@@ -52,8 +52,21 @@ def pytest_terminal_summary(terminalreporter):
     terminalreporter.write_line(dependency_versions())
 
 
+# Set for this suite and every process it starts: a DeprecationWarning in
+# acor's own code is an error there (acor/__init__.py reads it).
+STRICT = "ACOR_STRICT_WARNINGS"
+os.environ[STRICT] = "1"
+
+
+def without_acor_vars(environ):
+    """``environ`` without acor's variables, but for the strict-warnings
+    switch this suite runs with."""
+    return {k: v for k, v in environ.items()
+            if not k.startswith("ACOR_") or k == STRICT}
+
+
 def base_env(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env = without_acor_vars(os.environ)
     env.pop("PYTHONPATH", None)  # tests run the installed acor, as users do
     env["ACOR_CACHE_DIR"] = str(tmp_path / "acor-cache")
     # Only the test's own tools: none from the venv's packages or the

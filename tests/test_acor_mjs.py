@@ -18,7 +18,7 @@ from acor.decode import decode
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
                          Progress, Status, Suggestions)
 
-from conftest import ACOR_SCRIPT, REPO
+from conftest import ACOR_SCRIPT, REPO, without_acor_vars
 from test_acor_sh import PIECES, TOKEN
 
 NODE = shutil.which("node")
@@ -30,7 +30,7 @@ MJS = Path(acor.__file__).parent / "share" / "acor.mjs"
 
 def node(body, env=None, **kwargs):
     """Run ``body`` as an ES module with ``tool`` made: (out, err, code)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    base = without_acor_vars(os.environ)
     base.update(env or {})
     script = (f"const {{ AcorTool }} = await import({json.dumps(str(MJS))});\n"
               f"const tool = new AcorTool();\n{body}\n")
@@ -201,7 +201,7 @@ def test_what_a_person_gave_is_read_once_from_its_pipe():
 
 
 def test_the_example_tool_conforms_and_counts(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env = without_acor_vars(os.environ)
     env["ACOR_CACHE_DIR"] = str(tmp_path / "cache")
     checked = subprocess.run([ACOR_SCRIPT, "check",
                               str(REPO / "tools" / "wc-mjs")], env=env,

@@ -13,6 +13,8 @@ import acor
 from acor import grammar
 from acor.decode import decode
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
+
+from conftest import without_acor_vars
                          Progress, Status, Suggestions)
 
 SH = Path(acor.__file__).parent / "share" / "acor.sh"
@@ -21,7 +23,7 @@ TOKEN = "00112233445566778899aabbccddeeff"
 
 def bash(script, env=None, fd_input=None, **kwargs):
     """Run ``script`` after sourcing acor.sh; (stdout, stderr, code)."""
-    base = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    base = without_acor_vars(os.environ)
     base.update(env or {})
     proc = subprocess.run(["bash", "-c", f'. "{SH}"\n{script}'], env=base,
                           capture_output=True, **kwargs)
@@ -218,7 +220,7 @@ def test_the_recipe_in_the_protocol_document_works(tmp_path):
     script.write_text(recipe.split("```")[0])
     data = tmp_path / "data.txt"
     data.write_text("a\nb\n")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env = without_acor_vars(os.environ)
     env["ACOR_SH"] = str(SH)
     runs = [subprocess.run(["bash", str(script), *argv], env=env,
                            capture_output=True, text=True)

@@ -20,6 +20,8 @@ import acor.tool as tool_module
 from acor import AcorStateError, AcorTool, argparsing, args, grammar
 from acor.events import Error, InputNeeded, Output, Status
 
+from conftest import without_acor_vars
+
 SCHEMA = {
     "type": "object",
     "description": "Profile a CSV file.",
@@ -470,7 +472,7 @@ def test_input_needed_refuses_bad_fields_before_writing(events, kwargs, error):
 def run_script(tmp_path, source):
     script = tmp_path / "tool.py"
     script.write_text(textwrap.dedent(source))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env = without_acor_vars(os.environ)
     env.pop("PYTHONPATH", None)
     return subprocess.run([sys.executable, str(script)], capture_output=True,
                           text=True, env=env, cwd=tmp_path, timeout=60)

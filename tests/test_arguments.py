@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import acor
-from conftest import ACOR_SCRIPT
+from conftest import ACOR_SCRIPT, without_acor_vars
 
 SH = Path(acor.__file__).parent / "share" / "acor.sh"
 
@@ -224,7 +224,7 @@ def test_acor_sh_reads_back_every_value_exactly(seed):
 
     class Spec:
         name, description, args_schema = "probe", "", ARGS
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env = without_acor_vars(os.environ)
     env["ACOR_ARGS"] = argv_json(Spec, argv)
     script = f'''. "{SH}"
 acor_arg_array files f

@@ -156,3 +156,32 @@ def test_unknown_attribute_of_acor_is_an_attribute_error():
     import acor
     with pytest.raises(AttributeError, match="no_such_name"):
         acor.no_such_name
+
+
+STRICT_PROBE = ("import acor, warnings; warnings.warn_explicit("
+                "'old', DeprecationWarning, 'x.py', 1, module={!r}); "
+                "print('survived')")
+
+
+@pytest.mark.parametrize("module, switch, survives", [
+    ("acor.cli.sandbox.kernel", "1", False),
+    ("acor", "1", False),
+    ("acorn.thing", "1", True),   # another package named alike
+    ("somewhere.else", "1", True),
+    ("acor.cli.sandbox.kernel", None, True),
+])
+def test_strict_warnings_switch_errors_on_acors_own_modules_only(
+        module, switch, survives):
+    """ACOR_STRICT_WARNINGS=1, which this suite sets for every process it
+    starts, turns a DeprecationWarning from acor's own code into an error
+    in that process, and leaves everyone else's a warning."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACOR_")}
+    env.pop("PYTHONPATH", None)
+    if switch:
+        env["ACOR_STRICT_WARNINGS"] = switch
+    proc = subprocess.run([sys.executable, "-c", STRICT_PROBE.format(module)],
+                          env=env, cwd=REPO / "tests", capture_output=True,
+                          text=True, timeout=60)
+    assert ("survived" in proc.stdout) is survives, proc.stderr
+    if not survives:
+        assert "DeprecationWarning: old" in proc.stderr

@@ -30,6 +30,8 @@ from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
 from acor.grammar import HEARTBEAT_LINE, parse
 from acor.decode import StreamDecoder
 
+from conftest import without_acor_vars
+
 REPO = Path(__file__).resolve().parents[1]
 TOKEN = "00112233445566778899aabbccddeeff"
 READY, COMPLETE = Status("ready"), Status("complete")
@@ -66,8 +68,7 @@ def run_script(tmp_path, source, *, env=None, folder=None, name="tool.py"):
     folder.mkdir(parents=True, exist_ok=True)
     script = folder / name
     script.write_text(textwrap.dedent(source), encoding="utf-8")
-    environ = {k: v for k, v in os.environ.items()
-               if not k.startswith("ACOR_")}
+    environ = without_acor_vars(os.environ)
     environ.pop("PYTHONPATH", None)
     environ.update(env or {})
     proc = subprocess.run([sys.executable, str(script)], env=environ,
