@@ -1,5 +1,7 @@
 # One virtualenv per checkout; every target installs what it needs, so a
-# fresh clone needs nothing but python3.11, git and make.
+# fresh clone needs nothing but Python (3.11 or later), git and make.
+# Another Python gets a venv of its own:
+#   make test PYTHON=python3.13 VENV=.venv-3.13   (what .ci/run does)
 #
 # acor is installed as users get it: a regular (non-editable) install of this
 # checkout, redone whenever a packaged file changes. Tests and benchmarks
@@ -112,4 +114,4 @@ dev:
 	@echo "editable install ready: $(DEV)/bin/acor, $(DEV)/bin/pytest"
 
 clean:
-	rm -rf $(VENV) $(LOW) $(DEV) build *.egg-info .pytest_cache .conformance
+	rm -rf $(VENV) .venv-3.13 $(LOW) $(DEV) build *.egg-info .pytest_cache .conformance
