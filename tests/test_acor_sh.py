@@ -13,9 +13,8 @@ import acor
 from acor import grammar
 from acor.decode import decode
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
-
-from conftest import without_acor_vars
                          Progress, Status, Suggestions)
+from conftest import without_acor_vars
 
 SH = Path(acor.__file__).parent / "share" / "acor.sh"
 TOKEN = "00112233445566778899aabbccddeeff"

@@ -901,13 +901,17 @@ def test_sixteen_threads_write_whole_sections_into_a_pipe(tmp_path):
     assert events[0] == READY and events[-1] == COMPLETE
     outputs = [e for e in events if e.type == "output"]
     progress = [e for e in events if e.type == "progress"]
-    assert len(events) == 2 + 16 * 40 * 2
     expected = {
         "\n".join(f"{n}:{i}:{line}:" + "x" * 300 for line in range(40))
         for n in range(16) for i in range(40)}
-    assert {e.text for e in outputs} == expected
-    assert sorted(e.message for e in progress) == sorted(
-        f"thread {n} step {i}" for n in range(16) for i in range(40))
+    assert len(outputs) == 16 * 40 and {e.text for e in outputs} == expected
+    # Progress is the latest: a call another thread overtakes between
+    # storing and writing is replaced by the newer one (how often depends
+    # on the scheduler). Each written is whole, once, and one of the calls.
+    messages = [e.message for e in progress]
+    assert len(set(messages)) == len(messages) and set(messages) <= {
+        f"thread {n} step {i}" for n in range(16) for i in range(40)}
+    assert len(events) == 2 + len(outputs) + len(progress)
 
 
 # --- where writes go ------------------------------------------------------
