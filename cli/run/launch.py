@@ -342,14 +342,20 @@ def _declared_box(spec, config, mode: Optional[str]) -> Optional[dict]:
 
 def _make_box(declared, spec, policy, cwd, run_env):
     """The resolved box, with the run's private TMPDIR made and named."""
-    from acor.cli.sandbox.policy import private_tmpdir, resolve
+    from acor.cli.sandbox.policy import (guarded, own_folder,
+                                         private_tmpdir, resolve)
     tmpdir = private_tmpdir(spec.name)
     for name in ("TMPDIR", "TMP", "TEMP"):
         run_env[name] = tmpdir
-    root = policy.config.root if policy.config is not None else \
-        os.path.abspath(policy.cwd(cwd) or os.getcwd())
+    config = policy.config
+    here = os.path.abspath(cwd or os.getcwd())
+    root = config.root if config is not None else \
+        os.path.abspath(policy.cwd(cwd) or here)
     tool_dir = spec.path if spec.kind == "acor" else None
-    return resolve(declared, root, tool_dir, tmpdir)
+    own = own_folder(config.state_dir, spec.name) \
+        if config is not None and spec.kind == "acor" else None
+    return resolve(declared, root, tool_dir, tmpdir,
+                   guarded(root, config, here), own)
 
 
 def _sandbox_note(spec, declared: dict) -> str:
@@ -411,7 +417,7 @@ def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
         "The tool was not run. Run it on a kernel that offers these (`acor "
         "doctor` says what this one does). Only if a person trusts the tool "
         "with all their rights, they may run it without the sandbox: "
-        f"`{unboxed}`, or put `sandbox: off` in .acor/config.yaml. An "
+        f"`{unboxed}`, or put `sandbox: \"off\"` in .acor/config.yaml. An "
         "agent should ask its user, not do this itself.",
         ["acor", "doctor"])
 
