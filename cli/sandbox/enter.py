@@ -195,8 +195,9 @@ def _landlock(box: dict, abi: int) -> None:
     rights = handled(abi, read is not None, unix_sockets)
     scoped = 0
     if abi >= SCOPED_ABI:
-        scoped = SCOPE_SIGNAL | (0 if unix_sockets else
-                                 SCOPE_ABSTRACT_UNIX_SOCKET)
+        # Abstract sockets stay scoped with "unix_sockets": the opt-in is
+        # for socket files (an ssh-agent), not the host's X11 or D-Bus.
+        scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
     attr = _RulesetAttr(rights, 0, scoped)
     # An older kernel takes only the fields it knows (it refuses a larger
     # structure): handled_access_net from ABI 4, scoped from ABI 6.
