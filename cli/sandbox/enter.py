@@ -338,7 +338,7 @@ def _read_only_but(box: dict) -> None:
     what ``box["protect"]`` names read-only again, and ``box["own"]`` (the
     tool's state folder) writable."""
     writable = [p for p in box.get("write") or () if _mountable(p)]
-    own = box.get("own")
+    own: str | None = box.get("own")
     clones = [(path, _clone(path)) for path in writable]
     own_clone = None
     if own is not None:
@@ -360,7 +360,7 @@ def _read_only_but(box: dict) -> None:
             clone = _clone(path)
             _set(clone, MOUNT_ATTR_RDONLY)
             _attach(clone, path)
-    if own_clone is not None:
+    if own is not None and own_clone is not None:
         _attach(own_clone, own)
 
 

@@ -172,7 +172,8 @@ def _carve(guarded_paths: list[str], write: list[str]):
     folders inside a write path where a guarded path is missing, to take
     no new entries)."""
     folders = [w for w in write if os.path.isdir(w)]
-    protect, fixed = [], []
+    protect: list[str] = []
+    fixed: list[tuple[str, bool]] = []
     for path in guarded_paths:
         if not any(_within(path, w) for w in folders):
             continue
@@ -189,7 +190,7 @@ def _carve(guarded_paths: list[str], write: list[str]):
             # A .git file ("gitdir: out/x") would make git run hooks of
             # the tool's choosing; a folder of any other guarded name does
             # it for acor.
-            fixed.append([parent, path == os.path.join(parent, ".git")])
+            fixed.append((parent, path == os.path.join(parent, ".git")))
     kept: dict[str, bool] = {}
     for folder, no_files in fixed:
         kept[folder] = kept.get(folder, False) or no_files
