@@ -354,8 +354,12 @@ def _make_box(declared, spec, policy, cwd, run_env):
     tool_dir = spec.path if spec.kind == "acor" else None
     own = own_folder(config.state_dir, spec.name) \
         if config is not None and spec.kind == "acor" else None
+    from acor.cli.discovery.cache import cache_dir
+    from acor.cli.discovery.sources import user_tools_dir
+    from acor.cli.discovery.trust import trust_file
+    users = [cache_dir(), os.path.dirname(trust_file()), user_tools_dir()]
     return resolve(declared, root, tool_dir, tmpdir,
-                   guarded(root, config, here), own)
+                   guarded(root, config, here, users), own)
 
 
 def _sandbox_note(spec, declared: dict) -> str:

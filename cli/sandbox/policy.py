@@ -133,20 +133,18 @@ def resolve(declared: dict, root: str, tool_dir: str | None,
                protect=protect, fixed=fixed, own=own)
 
 
-def guarded(root: str, config, cwd: str) -> list[str]:
+def guarded(root: str, config, cwd: str, users: list[str]) -> list[str]:
     """What no box may write, for a run in ``root`` from ``cwd``: what
     decides boxes (configs, on the whole walk from ``cwd`` up), discovery
-    (tools dirs, the trust file, the cache) and code that runs later
-    (``.git``, acor's own interpreter and package)."""
+    (tools dirs; ``users``: the user's own acor folders, the trust file and
+    the cache) and code that runs later (``.git``, acor's own interpreter
+    and package)."""
     import acor
-    from acor.cli.discovery.cache import cache_dir
-    from acor.cli.discovery.sources import user_tools_dir
-    from acor.cli.discovery.trust import trust_file
     paths = [os.path.join(root, name) for name in GUARDED_NAMES]
-    paths += [cache_dir(), os.path.dirname(trust_file()), user_tools_dir(),
-              sys.prefix, sys.exec_prefix,
-              os.path.dirname(os.path.dirname(os.path.abspath(
-                  acor.__file__)))]
+    # The interpreter's environment holds acor's dependencies; acor itself
+    # may live elsewhere (a source checkout on the path).
+    paths += [*users, sys.prefix, sys.exec_prefix,
+              os.path.dirname(os.path.abspath(acor.__file__))]
     if config is not None:
         paths += [config.state_dir, *config.tools_dirs]
         if config.path:
