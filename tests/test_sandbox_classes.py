@@ -304,6 +304,40 @@ def test_a_boxed_run_cannot_rewrite_what_decides_boxes(guarded):
     assert not outside.exists()
 
 
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_over_mcp_a_boxed_call_cannot_rewrite_the_config(guarded,
+                                                               mode):
+    """`acor mcp` holds threads, so its tools are boxed between fork and
+    exec by subprocess: the config stays, and the next call is boxed."""
+    pytest.importorskip("mcp", reason="acor mcp needs the extra: "
+                                      "pip install 'acor-cli[mcp]'")
+    from mcp import Client
+    from mcp_helpers import acor_mcp_stdio
+    config = guarded.root / ".acor" / "config.yaml"
+    outside = guarded.home / "pwned"
+    async with Client(acor_mcp_stdio(guarded), mode=mode) as client:
+        rewrote = await client.call_tool("open", {"argv": [
+            "write", str(config)]})
+        assert rewrote.is_error
+        chmodded = await client.call_tool("open", {"argv": [
+            "chmod", str(guarded.root / ".acor")]})
+        assert chmodded.is_error
+        escaped = await client.call_tool("open", {"argv": [
+            "write", str(outside)]})
+        assert escaped.is_error
+        fine = await client.call_tool("open", {"argv": [
+            "session", "over-mcp"]})
+        assert not fine.is_error
+    assert config.read_text() == "sandbox: default\n"
+    assert not outside.exists()
+
+
 def test_a_boxed_tool_cannot_unlock_its_box(guarded):
     """The mounts are locked: the capabilities a tool holds in its user
     namespace neither clear read-only nor unmount what covers a path."""
@@ -491,11 +525,15 @@ def test_sandbox_false_in_the_config_means_off(box):
 def test_the_kernel_probe_runs_in_a_spawned_helper():
     """The probe neither forks this process nor depends on its threads:
     it gives the same answer from a process that holds some."""
+    import warnings
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait, daemon=True)
     thread.start()
     try:
-        assert kernel._probe() == OFFERS
+        with warnings.catch_warnings():
+            # Python 3.12 on warns of a fork in a process with threads.
+            warnings.simplefilter("error", DeprecationWarning)
+            assert kernel._probe() == OFFERS
     finally:
         stop.set()
         thread.join()
