@@ -55,7 +55,10 @@ def sandbox_note(spec) -> str:
     read = "anything" if box.get("read") is None else \
         ", ".join(printable(p) for p in box["read"]) or "only what it runs on"
     network = "yes" if box.get("network") else "no"
-    return f"write {write} (and its temp dir); read {read}; network {network}"
+    sockets = "; UNIX sockets outside it yes" if box.get("unix_sockets") \
+        else ""
+    return (f"write {write} (and its temp dir); read {read}; network "
+            f"{network}{sockets}")
 
 
 @click.command("list")

@@ -414,7 +414,12 @@ def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
     override is shown for a person to choose, never as the next command:
     an agent that follows `next` must not leave the box on its own."""
     import shlex
+
+    from acor.cli.sandbox.kernel import SOCKETS
     unboxed = shlex.join(["acor", "--no-sandbox", spec.name, *policy.args])
+    sockets = (" A tool that needs UNIX sockets may instead declare "
+               "\"unix_sockets\": true in its box (then it may connect to "
+               "any socket file it can reach).") if SOCKETS in lacks else ""
     return Error(
         f"Tool '{spec.name}' declares a sandbox this kernel cannot enforce",
         "E_SANDBOX_UNAVAILABLE", "missing: " + "; ".join(lacks),
@@ -422,7 +427,7 @@ def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
         "doctor` says what this one does). Only if a person trusts the tool "
         "with all their rights, they may run it without the sandbox: "
         f"`{unboxed}`, or put `sandbox: \"off\"` in .acor/config.yaml. An "
-        "agent should ask its user, not do this itself.",
+        "agent should ask its user, not do this itself." + sockets,
         ["acor", "doctor"])
 
 

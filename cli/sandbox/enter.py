@@ -46,6 +46,7 @@ SYS_LANDLOCK_ADD_RULE = 445
 SYS_LANDLOCK_RESTRICT_SELF = 446
 LANDLOCK_CREATE_RULESET_VERSION = 1
 LANDLOCK_RULE_PATH_BENEATH = 1
+PR_GET_DUMPABLE, PR_SET_DUMPABLE = 3, 4
 PR_SET_NO_NEW_PRIVS = 38
 PR_GET_SECCOMP = 21
 PR_SET_SECCOMP = 22
@@ -67,12 +68,12 @@ REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR = 1 << 4, 1 << 5, 1 << 6, 1 << 7
 MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK = 1 << 8, 1 << 9, 1 << 10, 1 << 11
 MAKE_SYM, REFER, TRUNCATE = 1 << 12, 1 << 13, 1 << 14
 RESOLVE_UNIX = 1 << 16  # ABI 9: connect/send to a UNIX socket file
+# Rights a rule on a file (not a folder) may carry.
+FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE | RESOLVE_UNIX
 READING = EXECUTE | READ_FILE | READ_DIR
 WRITING = (WRITE_FILE | REMOVE_DIR | REMOVE_FILE | MAKE_CHAR | MAKE_DIR |
            MAKE_REG | MAKE_SOCK | MAKE_FIFO | MAKE_BLOCK | MAKE_SYM |
            REFER | TRUNCATE)
-# Rights a rule on a file (not a folder) may carry.
-FILE_RIGHTS = EXECUTE | WRITE_FILE | READ_FILE | TRUNCATE
 SCOPE_ABSTRACT_UNIX_SOCKET, SCOPE_SIGNAL = 1 << 0, 1 << 1
 # The first ABI with each: scoped IPC, and control of UNIX socket files.
 SCOPED_ABI, SOCKET_ABI = 6, 9
@@ -159,6 +160,14 @@ def enter(box: dict) -> None:
     the tool. Must be called by a single-threaded process (a fresh fork):
     a user namespace cannot be entered by one with threads."""
     cwd = _getcwd()
+    c = libc()
+    # A process that is not dumpable (a server that keeps its memory from
+    # the user's other processes) cannot write its own /proc/self maps:
+    # dumpable for those writes only, as it was again before the tool runs
+    # (an exec makes a program dumpable anyway).
+    dumpable = c.prctl(PR_GET_DUMPABLE, 0, 0, 0, 0)
+    if dumpable == 0:
+        _check(c.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")
     _namespaces(CLONE_NEWUSER | CLONE_NEWNS |
                 (0 if box.get("network") else CLONE_NEWNET))
     _read_only_but(box)
@@ -166,12 +175,13 @@ def enter(box: dict) -> None:
     # no mount can be made writable again, nor unmounted to show what it
     # covers, whatever capabilities the tool holds in it.
     _namespaces(CLONE_NEWUSER | CLONE_NEWNS)
+    if dumpable == 0:
+        _check(c.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0), "dumpable")
     if cwd is not None:
         try:
             os.chdir(cwd)  # onto the mounts just made, not what they cover
         except OSError:
             pass
-    c = libc()
     _check(c.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     abi = landlock_abi()
     if abi < 1:
