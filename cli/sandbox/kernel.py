@@ -147,10 +147,10 @@ def protections(found: dict) -> list[tuple[str, bool, str]]:
         ("UNIX socket files", abi >= 9 or found["seccomp"], sockets),
         ("abstract UNIX sockets and signals", abi >= 6,
          "Landlock scoping (ABI 6)" if abi >= 6 else
-         "missing: Landlock ABI 6 (Linux 6.12): a box with network true "
-         "reaches the host's abstract sockets only through socketpair "
-         "(socket(AF_UNIX) is refused), but may signal the user's "
-         "processes"),
+         "missing: Landlock ABI 6 (Linux 6.12): a boxed tool may signal "
+         "the user's other processes; the host's abstract sockets stay out "
+         "of reach only without network (a namespace of its own) or "
+         "without unix_sockets (no AF_UNIX socket)"),
         ("seccomp", found["seccomp"], "filters" if found["seccomp"] else
          "missing"),
     ]
