@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import warnings
 
 import pytest
 
@@ -401,8 +402,14 @@ def _as_ordinary_user(project_dir, argv, env):
                               env=env, capture_output=True, text=True,
                               timeout=60, stdin=subprocess.DEVNULL)
         return done.returncode, done.stdout
+    from acor.cli.main import main
     read, write = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # A fork from a test runner that may hold threads (xdist's): the
+        # child takes no lock they could hold; it runs acor's main, which
+        # this process has imported already, and exits.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 1
         try:
@@ -416,7 +423,6 @@ def _as_ordinary_user(project_dir, argv, env):
             os.dup2(write, 2)
             sys.stdout = open(1, "w", closefd=False)  # not the test's capture
             sys.stderr = open(2, "w", closefd=False)
-            from acor.cli.main import main
             try:
                 code = main(list(argv))
             except SystemExit as exc:
@@ -432,7 +438,7 @@ def _as_ordinary_user(project_dir, argv, env):
     return os.waitstatus_to_exitcode(status), text
 
 
-def test_unreadable_config_stops_the_walk(tmp_path):
+def test_unreadable_config_stops_the_walk():
     """`chmod 0 .acor` must not make acor skip the project's config for a
     parent's: the walk stops with E_CONFIG naming the path and the fix."""
     import tempfile
@@ -525,7 +531,6 @@ def test_sandbox_false_in_the_config_means_off(box):
 def test_the_kernel_probe_runs_in_a_spawned_helper():
     """The probe neither forks this process nor depends on its threads:
     it gives the same answer from a process that holds some."""
-    import warnings
     stop = threading.Event()
     thread = threading.Thread(target=stop.wait, daemon=True)
     thread.start()
