@@ -339,6 +339,33 @@ async def test_over_mcp_a_boxed_call_cannot_rewrite_the_config(guarded,
     assert not outside.exists()
 
 
+def test_guarded_paths_hold_through_a_linked_project_path(guarded,
+                                                         tmp_path):
+    """acor started from a link to the project: the box still knows the
+    config it must not write."""
+    link = tmp_path / "link"
+    link.symlink_to(guarded.root)
+    config = guarded.root / ".acor" / "config.yaml"
+    done = acor(guarded, "open", "write", str(link / ".acor" / "config.yaml"),
+                cwd=link)
+    assert refused(done), done.stdout
+    assert config.read_text() == "sandbox: default\n"
+    done = acor(guarded, "open", "session", "via-link", cwd=link)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_state_folder_committed_as_a_link_is_not_granted(guarded):
+    """A repository can commit .acor/state/TOOL as a link to anywhere:
+    the launcher makes and grants the tool's state folder only where no
+    link is followed, so the link's target is not written."""
+    target = guarded.home / "elsewhere"
+    target.mkdir()
+    (guarded.root / ".acor" / "state" / "open").symlink_to(target)
+    done = acor(guarded, "open", "session", "s1")
+    assert done.returncode != 0
+    assert list(target.iterdir()) == []
+
+
 def test_a_boxed_tool_cannot_unlock_its_box(guarded):
     """The mounts are locked: the capabilities a tool holds in its user
     namespace neither clear read-only nor unmount what covers a path."""

@@ -352,7 +352,7 @@ def _make_box(declared, spec, policy, cwd, run_env):
     root = config.root if config is not None else \
         os.path.abspath(policy.cwd(cwd) or here)
     tool_dir = spec.path if spec.kind == "acor" else None
-    own = own_folder(config.state_dir, spec.name) \
+    own = own_folder(config.state_dir, spec.name, root) \
         if config is not None and spec.kind == "acor" else None
     from acor.cli.discovery.cache import cache_dir
     from acor.cli.discovery.sources import user_tools_dir

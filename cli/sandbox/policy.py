@@ -117,16 +117,20 @@ def resolve(declared: dict, root: str, tool_dir: str | None,
         # needs it to (a write entry is a folder, or an existing file).
         if not os.path.lexists(path):
             os.makedirs(path, exist_ok=True)
-    write = _existing([*declared_write, tmpdir, *SYSTEM_WRITE])
+    # Compared and mounted as the kernel finds them: links resolved (a
+    # project under a linked folder is still guarded).
+    write = list(dict.fromkeys(os.path.realpath(p) for p in _existing(
+        [*declared_write, tmpdir, *SYSTEM_WRITE])))
     read = None
     if declared.get("read") is not None:
         read = [_absolute(p, root) for p in declared["read"]]
         read += _runtime_paths(tool_dir)
-    git = os.path.join(root, ".git")
-    if any(_within(path, git) for path in declared_write):
+    guarded_real = [os.path.realpath(p) for p in guarded_paths or ()]
+    git = os.path.realpath(os.path.join(root, ".git"))
+    if any(_within(os.path.realpath(path), git) for path in declared_write):
         # Declared: a tool that commits (and so may write hooks) says so.
-        guarded_paths = [p for p in guarded_paths or () if p != git]
-    protect, fixed = _carve(guarded_paths or [], write)
+        guarded_real = [p for p in guarded_real if p != git]
+    protect, fixed = _carve(list(dict.fromkeys(guarded_real)), write)
     return Box(write, None if read is None else _existing(read),
                bool(declared.get("network", False)), declared,
                unix_sockets=bool(declared.get("unix_sockets", False)),
@@ -195,19 +199,31 @@ def _carve(guarded_paths: list[str], write: list[str]):
     return list(dict.fromkeys(protect)), [[f, n] for f, n in kept.items()]
 
 
-def own_folder(state_dir: str, tool: str) -> str | None:
-    """The tool's state folder, made if missing, no link followed at any
-    level (a repository can commit ``.acor/state/TOOL`` as a link to
-    anywhere); None where it cannot be made that way (its sessions then
-    fail as they would anyway)."""
-    path = os.path.join(os.path.abspath(state_dir), tool)
+def own_folder(state_dir: str, tool: str, root: str) -> str | None:
+    """The tool's state folder, made if missing, no link followed inside
+    the project ``root`` (a repository can commit ``.acor/state/TOOL`` as
+    a link to anywhere), nor below a ``state_dir`` outside it; None where
+    it cannot be made that way (its sessions then fail as they would
+    anyway). Returned with every link resolved."""
+    state_dir = os.path.abspath(state_dir)
+    if _within(state_dir, os.path.abspath(root)):
+        start = os.path.realpath(root)
+        names = os.path.relpath(state_dir, root).split(os.sep) + [tool]
+    else:  # where the user's config puts it: as it says
+        try:
+            os.makedirs(state_dir, exist_ok=True)
+        except OSError:
+            return None
+        start = os.path.realpath(state_dir)
+        names = [tool]
+    path = os.path.normpath(os.path.join(start, *names))
     try:
-        fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        fd = os.open(start, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return None
     try:
-        for name in path.strip("/").split("/"):
-            if not name:
+        for name in names:
+            if name in ("", "."):
                 continue
             try:
                 os.mkdir(name, 0o777, dir_fd=fd)
