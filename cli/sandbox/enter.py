@@ -187,8 +187,14 @@ def enter(box: dict) -> None:
     if abi < 1:
         raise SandboxError(38, "Landlock is not available in this kernel")
     _landlock(box, abi)
-    if abi < SOCKET_ABI and not box.get("unix_sockets"):
-        _install_filter(_unix_socket_filter())
+    if not box.get("unix_sockets"):
+        # From ABI 9 Landlock itself governs socket files; io_uring, which
+        # makes and connects sockets on its own, is refused either way
+        # where a filter can be set.
+        if abi < SOCKET_ABI:
+            _install_filter(_unix_socket_filter(True))
+        elif seccomp_filters():
+            _install_filter(_unix_socket_filter(False))
 
 
 def _getcwd() -> str | None:
@@ -428,7 +434,7 @@ _KILL = 0x80000000
 _EACCES, _EPERM = 13, 1
 
 
-def _unix_socket_filter() -> bytes:
+def _unix_socket_filter(sockets: bool = True) -> bytes:
     """A classic BPF program for seccomp: ``socket(AF_UNIX, ...)`` fails
     with EACCES; ``socketpair`` only for stream and seqpacket sockets (a
     datagram pair could be sent, or connected, to any socket file);
@@ -436,10 +442,12 @@ def _unix_socket_filter() -> bytes:
     numbering is checked as x86_64's, and ``socketcall`` (32-bit x86 and
     arm) cannot show its socket's family, so its socket and socketpair
     fail too. A system call of an architecture not known here kills the
-    process."""
+    process. Without ``sockets``, io_uring alone is refused."""
     deny_socket = _ERRNO | _EACCES
     code: list[tuple] = []  # (opcode, jump-true label, jump-false label, k)
-    arches = _ARCHES[os.uname().machine]
+    arches = _ARCHES.get(os.uname().machine)
+    if arches is None:
+        raise SandboxError(38, "no seccomp filter for this architecture")
     code.append(("ld", None, None, 4))  # seccomp_data.arch
     for i, (audit, *_rest) in enumerate(arches):
         code.append(("jeq", f"arch{i}", None, audit))
@@ -449,14 +457,15 @@ def _unix_socket_filter() -> bytes:
         code.append(("ld", None, None, 0))  # seccomp_data.nr
         if audit == _AUDIT_X86_64:
             code.append(("and", None, None, 0xFFFFFFFF & ~_X32_BIT))
-        code.append(("jeq", "socket", None, socket_nr))
-        code.append(("jeq", "pair", None, pair_nr))
-        if socketcall is not None:
-            code.append(("jeq", f"socketcall{i}", None, socketcall))
+        if sockets:
+            code.append(("jeq", "socket", None, socket_nr))
+            code.append(("jeq", "pair", None, pair_nr))
+            if socketcall is not None:
+                code.append(("jeq", f"socketcall{i}", None, socketcall))
         for number in _IO_URING:
             code.append(("jeq", "uring", None, number))
         code.append(("ret", None, None, _ALLOW))
-        if socketcall is not None:
+        if sockets and socketcall is not None:
             code.append(("label", f"socketcall{i}"))
             code.append(("ld", None, None, 16))  # args[0], low word
             code.append(("jeq", "deny", None, _SYS_SOCKET))

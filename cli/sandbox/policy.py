@@ -12,7 +12,8 @@ all, loopback included. A box grants only what it lists.
 No box grants write on what decides boxes, discovery or code that runs
 later (:func:`guarded`): the project's ``.acor/`` (its config and every
 tool's state), every tools dir, the config file, ``.git`` (unless the box
-names it), ``acor.lock``, the user's acor config (trust file, tools) and
+names it), ``acor.lock`` (where there is one), the user's acor config
+(trust file, tools) and
 cache, acor's own interpreter and package. Where one of these is missing
 inside a write path, the folder that would hold it takes no new folder
 (and, where ``.git`` is missing, no new file either).
