@@ -8,6 +8,7 @@ real project, real metadata calls, and a config walk as an ordinary user
 import json
 import os
 import socket
+import stat
 import subprocess
 import sys
 import threading
@@ -15,7 +16,7 @@ import warnings
 
 import pytest
 
-from conftest import ACOR_SCRIPT
+from conftest import ACOR_SCRIPT, run_in_process
 
 from acor.cli.sandbox import kernel
 
@@ -454,6 +455,9 @@ def _as_ordinary_user(project_dir, argv, env):
                 code = main(list(argv))
             except SystemExit as exc:
                 code = exc.code if isinstance(exc.code, int) else 1
+            except BaseException:
+                import traceback
+                traceback.print_exc()
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
@@ -463,6 +467,81 @@ def _as_ordinary_user(project_dir, argv, env):
         text = out.read()
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status), text
+
+
+def _user_project(top):
+    """A project under ``top`` that an ordinary user (uid 65534 when this
+    runs as root) owns, with its own cache and config folders."""
+    project = os.path.join(top, "project")
+    os.makedirs(os.path.join(project, ".acor"))
+    os.makedirs(os.path.join(project, "tools"))
+    os.makedirs(os.path.join(project, ".git"))
+    cache = os.path.join(top, "cache")
+    os.makedirs(cache)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+           "HOME": top, "ACOR_CACHE_DIR": cache,
+           "ACOR_NO_PACKAGE_TOOLS": "1", "NO_COLOR": "1",
+           "XDG_CONFIG_HOME": os.path.join(top, "xdg")}
+    return project, cache, env
+
+
+def _warm_up(folder):
+    """Run a boxed shell tool once in this process, in a scratch project:
+    a child of this process that became another user cannot import what
+    that path needs if this interpreter lives where the user cannot read."""
+    project, cache, env = _user_project(folder)
+    with open(os.path.join(project, ".acor", "config.yaml"), "w") as f:
+        f.write("sandbox: default\n")
+    with open(os.path.join(project, "tools", "hide.json"), "w") as f:
+        json.dump({"name": "hide", "description": "nothing",
+                   "command": ["true"]}, f)
+    done = run_in_process(["hide"], cwd=project, env=env)
+    assert done.returncode == 0, done.stdout
+
+
+def _give_away(top):
+    if os.geteuid() == 0:
+        for folder, dirs, files in os.walk(top):
+            for name in [folder, *(os.path.join(folder, n)
+                                   for n in dirs + files)]:
+                os.chown(name, 65534, 65534)
+
+
+def test_as_an_ordinary_user_a_boxed_tool_cannot_hide_the_config():
+    """As the ordinary user the review ran as: a default-boxed shell tool
+    tries `chmod 0 .acor` (which made the walk skip the config and the next
+    run go unboxed) and to rewrite the config; both are refused."""
+    import tempfile
+    top = tempfile.mkdtemp(prefix="acor-user-", dir="/tmp")
+    try:
+        os.chmod(top, 0o755)
+        project, cache, env = _user_project(top)
+        config = os.path.join(project, ".acor", "config.yaml")
+        with open(config, "w") as f:
+            f.write("sandbox: default\n")
+        with open(os.path.join(project, "tools", "hide.json"), "w") as f:
+            json.dump({"name": "hide", "description": "hides the config",
+                       "command": ["sh", "-c", 'chmod 0 .acor; '
+                                   'echo "sandbox: off" > .acor/config.yaml; '
+                                   'echo done > out.txt']}, f)
+        with open(os.path.join(cache, "sandbox"), "w") as f:
+            # What the probe finds here (it would start this interpreter,
+            # which the user may not be able to read).
+            f.write(f"{os.uname().release} {OFFERS['landlock']} "
+                    f"{int(OFFERS['namespaces'])} {int(OFFERS['seccomp'])}\n")
+        _warm_up(os.path.join(top, "warm-up"))
+        _give_away(top)
+        code, out = _as_ordinary_user(project, ["hide"], env)
+        assert "Read-only file system" in out, out
+        assert stat.S_IMODE(os.stat(os.path.join(project, ".acor")).st_mode) \
+            != 0
+        with open(config) as f:
+            assert f.read() == "sandbox: default\n"
+        # The project itself was writable to it.
+        with open(os.path.join(project, "out.txt")) as f:
+            assert f.read() == "done\n"
+    finally:
+        subprocess.run(["rm", "-rf", top], check=False)
 
 
 def test_unreadable_config_stops_the_walk():
