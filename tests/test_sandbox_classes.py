@@ -510,7 +510,9 @@ def _give_away(top):
 def test_as_an_ordinary_user_a_boxed_tool_cannot_hide_the_config():
     """As the ordinary user the review ran as: a default-boxed shell tool
     tries `chmod 0 .acor` (which made the walk skip the config and the next
-    run go unboxed) and to rewrite the config; both are refused."""
+    run go unboxed) and to rewrite the config; both are refused. (The
+    child that became that user is not dumpable, as a server that keeps
+    its memory private is not: the box is entered all the same.)"""
     import tempfile
     top = tempfile.mkdtemp(prefix="acor-user-", dir="/tmp")
     try:
