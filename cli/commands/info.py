@@ -55,7 +55,10 @@ def sandbox_note(spec) -> str:
     read = "anything" if box.get("read") is None else \
         ", ".join(printable(p) for p in box["read"]) or "only what it runs on"
     network = "yes" if box.get("network") else "no"
-    return f"write {write} (and its temp dir); read {read}; network {network}"
+    sockets = "; UNIX sockets outside it yes" if box.get("unix_sockets") \
+        else ""
+    return (f"write {write} (and its temp dir); read {read}; network "
+            f"{network}{sockets}")
 
 
 @click.command("list")
@@ -134,9 +137,13 @@ def doctor_report(reg) -> dict:
 def _kernel_sandbox(config) -> dict:
     """The config's sandbox mode and what this kernel offers a sandbox."""
     from acor.cli.discovery.cache import cache_dir
-    from acor.cli.sandbox.kernel import offers
+    from acor.cli.sandbox.kernel import offers, protections
     mode = config.sandbox or "as each manifest declares"
-    return {"mode": mode, **offers(cache_dir())}
+    found = offers(cache_dir())
+    return {"mode": mode, **found,
+            "protections": [{"protection": name, "in_force": held,
+                             "how": how}
+                            for name, held, how in protections(found)]}
 
 
 @click.command()
@@ -161,9 +168,10 @@ def doctor(ctx, as_json):
         box = data["sandbox"]
         click.echo(f"sandbox:    {box['mode']}; kernel: Landlock "
                    + (f"ABI {box['landlock']}" if box["landlock"] else
-                      "missing")
-                   + ", network namespaces "
-                   + ("yes" if box["network"] else "missing"))
+                      "missing"))
+        for item in box["protections"]:
+            click.echo(f"  {'yes' if item['in_force'] else 'NO '} "
+                       f"{item['protection']}: {item['how']}")
         if data["trusted"]:
             # Paths whose owner and permissions acor does not check.
             click.echo("trusted:    " + ", ".join(map(quote,

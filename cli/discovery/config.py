@@ -11,7 +11,8 @@ Every key is optional::
     state_dir: .acor/state   # where tools keep state between runs
     max_output: 32k          # bytes relayed to the agent per run (0: all)
     sandbox: null            # default: a box for tools that declare none;
-                             # off: no sandbox at all (null: as declared)
+                             # "off" (or false): no sandbox at all
+                             # (null: as each manifest declares)
 
 The project root is the directory holding ``.acor/``; an explicit config
 file elsewhere (``--config``, ``ACOR_CONFIG``) makes its own directory the
@@ -114,12 +115,41 @@ def find_config(cwd, explicit=None):
     directory = os.path.abspath(cwd)
     while True:
         candidate = os.path.join(directory, CONFIG_FILE)
-        if os.path.isfile(candidate):
+        if _config_at(candidate):
             return _owned(candidate)
         parent = os.path.dirname(directory)
         if parent == directory:
             return None
         directory = parent
+
+
+def _config_at(candidate):
+    """Whether ``candidate`` is a config file; ConfigError when it may be
+    one that cannot be read (a folder without permission, a dangling link,
+    a FIFO): the walk stops there, never silently going on upward to a
+    config that says something else."""
+    import errno
+    import shlex
+    try:
+        st = os.stat(candidate)
+    except OSError as exc:
+        if exc.errno == errno.ENOTDIR or (
+                exc.errno == errno.ENOENT and not os.path.lexists(candidate)):
+            return False  # no config here: look in the parent
+        folder = os.path.dirname(candidate)
+        raise ConfigError(
+            candidate, f"it cannot be read: {exc.strerror}, so acor cannot "
+            "tell whether it holds this project's settings",
+            "Make it readable (`ls -ld "
+            f"{printable(shlex.quote(folder))}` shows who may read it; "
+            f"`chmod u+rwx {printable(shlex.quote(folder))}` fixes a folder "
+            "of yours), or remove it; acor does not look past a config it "
+            "cannot read.") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(candidate, "it is not a regular file",
+                          "Make it a YAML file, or remove it; acor does "
+                          "not look past it.")
+    return True
 
 
 def _owned(path):
@@ -203,8 +233,11 @@ def read_config(path, cwd):
         except ValueError:
             wrong("max_output", "a size in bytes: 0 (no limit), or from 4k "
                   "to 1 TiB (32768, 32k, 1M)", values["max_output"])
+    if values["sandbox"] is False:  # YAML reads a bare `off` as false
+        values["sandbox"] = "off"
     if values["sandbox"] not in (None, "default", "off"):
-        wrong("sandbox", "default or off (or null)", values["sandbox"])
+        wrong("sandbox", 'default, "off" or false (or null)',
+              values["sandbox"])
     if not _path(values["state_dir"]):
         wrong("state_dir", "a directory path", values["state_dir"])
     dirs = values["tools_dirs"]

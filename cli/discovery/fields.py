@@ -70,8 +70,9 @@ _COMMON = {
     "cwd": (False, lambda v: v in ("project", "invocation"),
             '"project" or "invocation"'),
     "sandbox": (False, _sandbox, 'an object like {"write": ["out"], '
-                '"read": ["data"], "network": false}: lists of paths, '
-                'relative to the project root, and true or false'),
+                '"read": ["data"], "network": false, "unix_sockets": '
+                'false}: lists of paths, relative to the project root, '
+                'and true or false'),
 }
 # field -> (required, predicate, what it must be)
 ACOR_FIELDS = {

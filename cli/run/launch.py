@@ -342,14 +342,24 @@ def _declared_box(spec, config, mode: Optional[str]) -> Optional[dict]:
 
 def _make_box(declared, spec, policy, cwd, run_env):
     """The resolved box, with the run's private TMPDIR made and named."""
-    from acor.cli.sandbox.policy import private_tmpdir, resolve
+    from acor.cli.sandbox.policy import (guarded, own_folder,
+                                         private_tmpdir, resolve)
     tmpdir = private_tmpdir(spec.name)
     for name in ("TMPDIR", "TMP", "TEMP"):
         run_env[name] = tmpdir
-    root = policy.config.root if policy.config is not None else \
-        os.path.abspath(policy.cwd(cwd) or os.getcwd())
+    config = policy.config
+    here = os.path.abspath(cwd or os.getcwd())
+    root = config.root if config is not None else \
+        os.path.abspath(policy.cwd(cwd) or here)
     tool_dir = spec.path if spec.kind == "acor" else None
-    return resolve(declared, root, tool_dir, tmpdir)
+    own = own_folder(config.state_dir, spec.name, root) \
+        if config is not None and spec.kind == "acor" else None
+    from acor.cli.discovery.cache import cache_dir
+    from acor.cli.discovery.sources import user_tools_dir
+    from acor.cli.discovery.trust import trust_file
+    users = [cache_dir(), os.path.dirname(trust_file()), user_tools_dir()]
+    return resolve(declared, root, tool_dir, tmpdir,
+                   guarded(root, config, here, users), own)
 
 
 def _sandbox_note(spec, declared: dict) -> str:
@@ -404,15 +414,20 @@ def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
     override is shown for a person to choose, never as the next command:
     an agent that follows `next` must not leave the box on its own."""
     import shlex
+
+    from acor.cli.sandbox.kernel import SOCKETS
     unboxed = shlex.join(["acor", "--no-sandbox", spec.name, *policy.args])
+    sockets = (" A tool that needs UNIX sockets may instead declare "
+               "\"unix_sockets\": true in its box (then it may connect to "
+               "any socket file it can reach).") if SOCKETS in lacks else ""
     return Error(
         f"Tool '{spec.name}' declares a sandbox this kernel cannot enforce",
         "E_SANDBOX_UNAVAILABLE", "missing: " + "; ".join(lacks),
         "The tool was not run. Run it on a kernel that offers these (`acor "
         "doctor` says what this one does). Only if a person trusts the tool "
         "with all their rights, they may run it without the sandbox: "
-        f"`{unboxed}`, or put `sandbox: off` in .acor/config.yaml. An "
-        "agent should ask its user, not do this itself.",
+        f"`{unboxed}`, or put `sandbox: \"off\"` in .acor/config.yaml. An "
+        "agent should ask its user, not do this itself." + sockets,
         ["acor", "doctor"])
 
 
