@@ -96,6 +96,24 @@ def _check_options(options):
     return options
 
 
+def serves_mcp(argv) -> bool:
+    """Whether ``argv`` asks for ``acor mcp``: its first word that is not a
+    global option (known or not, valid or not) or a known option's value
+    is ``mcp``. Under it stdout belongs to JSON-RPC from its first byte, so
+    every error acor reports before serving goes to stderr (the client's
+    log of the server) instead."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _VALUED:
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return arg == "mcp"
+    return False
+
+
 def _ensure_std_fds():
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
@@ -119,6 +137,8 @@ def main(argv=None, early=None):
     _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
     fmt = None
+    # Where errors go: stdout, unless stdout is the JSON-RPC of acor mcp.
+    out = sys.stderr.buffer if serves_mcp(argv) else None
     try:
         options, words, rest = split_options(argv)
         fmt = options.get("format")
@@ -130,11 +150,11 @@ def main(argv=None, early=None):
                 return exitcodes.CANCELLED
             # click: the cold path only
             from acor.cli.commands.app import run_command
-            return run_command(argv, fmt, early)
+            return run_command(argv, fmt, early, out=out)
         from acor.cli.human.ask import run_and_ask
         return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
-        return report(exc, fmt)
+        return report(exc, fmt, out=out)
     except BrokenPipeError:
         # The reader went away (`acor tool | head -1`): the tool's group is
         # already ended by the run's cleanup; leave quietly, as `cat` does.

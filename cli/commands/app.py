@@ -182,21 +182,21 @@ for _command in (info.list_tools, info.show, info.doctor, info.schema,
     cli.add_command(_command)
 
 
-def run_command(argv, fmt=None, early=None):
-    """Run the click application; every failure is reported in ACOR form.
-    ``early`` holds the signals caught before it (see cli.signals)."""
+def run_command(argv, fmt=None, early=None, out=None):
+    """Run the click application; every failure is reported in ACOR form,
+    on ``out`` (a binary file; None: stdout). ``early`` holds the signals
+    caught before it (see cli.signals)."""
     from acor.cli.discovery.config import ConfigError
     try:
         result = cli.main(args=argv, prog_name="acor", standalone_mode=False,
                           obj={"early": early})
     except LauncherError as exc:
-        return report(exc, fmt)
+        return report(exc, fmt, out=out)
     except ConfigError as exc:
-        return report(config_error(exc), fmt)
+        return report(config_error(exc), fmt, out=out)
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
-        out = None
         if exc.ctx is not None and exc.ctx.command is not cli:
             hint = f"Run `acor {exc.ctx.command.name} --help` for its usage."
             next_argv = ["acor", exc.ctx.command.name, "--help"]

@@ -1,0 +1,76 @@
+"""What the ``acor`` command says before any tool runs, through a real
+``acor`` process: where its errors go under ``acor mcp``, the ``next``
+command of a bad option or argument, what each command says of a manifest
+discovery skipped, help, and the definitions ``acor export`` prints."""
+
+import json
+import subprocess
+
+import pytest
+
+from conftest import ACOR_SCRIPT
+
+
+def run_acor(project, *args, stdin=subprocess.DEVNULL, timeout=60):
+    return subprocess.run([ACOR_SCRIPT, *args], cwd=project.root,
+                          env=project.env, stdin=stdin, capture_output=True,
+                          timeout=timeout)
+
+
+def next_line(text):
+    """The ``**Next**:`` command of an ACOR error, as text."""
+    return next(line.removeprefix("**Next**: ") for line in
+                text.splitlines() if line.startswith("**Next**: "))
+
+
+# --- 31.11: under acor mcp, stdout is JSON-RPC from its first byte ---------
+
+BAD_BEFORE_SERVING = [
+    ["--timeout", "x", "mcp"],
+    ["--timeout=x", "mcp"],
+    ["--idle-timeout", "0", "mcp"],
+    ["--max-output", "zz", "mcp"],
+    ["--format", "xml", "mcp"],
+    ["--format", "json", "--timeout", "-1", "mcp"],
+    ["--bogus", "mcp"],
+    ["--no-input", "--bogus=1", "mcp"],
+    ["--config", "missing.yaml", "mcp"],
+    ["--config", "bad.yaml", "mcp"],
+    ["mcp", "--bogus"],
+    ["mcp", "--timeout", "x"],
+]
+
+
+@pytest.mark.parametrize("args", BAD_BEFORE_SERVING, ids=" ".join)
+def test_31_11_a_bad_option_around_mcp_writes_nothing_to_stdout(project,
+                                                                 args):
+    """An MCP client reads the server's stdout as JSON-RPC: an error
+    before serving (a global option before `mcp`, valid or unknown, a
+    config that does not load, an option of mcp's own) goes to stderr in
+    ACOR form, stdout stays empty, exit 2."""
+    (project.root / "bad.yaml").write_text("tools_dirs: [\n")
+    done = run_acor(project, *args)
+    assert done.stdout == b""
+    assert done.returncode == 2
+    assert b"## Error: " in done.stderr
+    assert b"## Status: Failed" in done.stderr
+
+
+def test_31_11_a_valid_global_option_before_mcp_serves_json_rpc_only(
+        project):
+    """`acor --timeout 5 mcp` serves: every byte of stdout, from the
+    first, is a JSON-RPC message."""
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                  "params": {"protocolVersion": "2025-06-18",
+                             "capabilities": {},
+                             "clientInfo": {"name": "t", "version": "1"}}}
+    server = subprocess.Popen([ACOR_SCRIPT, "--timeout", "5", "mcp"],
+                              cwd=project.root, env=project.env,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)
+    out, err = server.communicate(json.dumps(initialize).encode() + b"\n",
+                                  timeout=60)
+    assert out.startswith(b'{"'), (out[:200], err[-2000:])
+    messages = [json.loads(line) for line in out.splitlines()]
+    assert messages and all(m["jsonrpc"] == "2.0" for m in messages)
+    assert messages[0]["result"]["serverInfo"]["name"] == "acor"
