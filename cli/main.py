@@ -144,8 +144,9 @@ def main(argv=None, early=None):
         fmt = options.get("format")
         if not rest or rest[0] in BUILTINS or rest[0].startswith("-"):
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, signal.default_int_handler
-                              if sig == signal.SIGINT else signal.SIG_DFL)
+                if signal.getsignal(sig) != signal.SIG_IGN:  # nohup's stays
+                    signal.signal(sig, signal.default_int_handler
+                                  if sig == signal.SIGINT else signal.SIG_DFL)
             if early.received:
                 return exitcodes.CANCELLED
             # click: the cold path only
