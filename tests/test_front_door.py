@@ -74,3 +74,71 @@ def test_31_11_a_valid_global_option_before_mcp_serves_json_rpc_only(
     messages = [json.loads(line) for line in out.splitlines()]
     assert messages and all(m["jsonrpc"] == "2.0" for m in messages)
     assert messages[0]["result"]["serverInfo"]["name"] == "acor"
+
+
+# --- 31.13: every command says the same of a manifest discovery skipped ----
+
+def add_skipped_tool(project):
+    """A manifest discovery skips: its entry does not exist."""
+    folder = project.root / "tools" / "broken"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps(
+        {"name": "broken", "description": "a broken tool",
+         "entry": "missing.py"}))
+    return "'entry' 'missing.py' is not an existing file"
+
+
+@pytest.mark.parametrize("args", [
+    ["show", "broken"], ["--format", "json", "show", "broken"],
+    ["help", "broken"], ["call", "broken", "{}"], ["broken", "x"],
+    ["export", "skill", "broken", "--dir", "skills"],
+    ["export", "openai", "broken"], ["export", "anthropic", "broken"]],
+    ids=" ".join)
+def test_31_13_every_command_names_a_skipped_manifest_and_why(project, args):
+    reason = add_skipped_tool(project)
+    done = run_acor(project, *args)
+    text = done.stdout.decode()
+    assert done.returncode == 2, text
+    assert "E_INVALID_MANIFEST" in text and reason in text, text
+    assert "E_UNKNOWN_TOOL" not in text
+
+
+def test_31_13_acor_check_gives_the_same_reason(project):
+    reason = add_skipped_tool(project)
+    done = run_acor(project, "check", "broken")
+    assert done.returncode == 1
+    assert f"acor skips this manifest: {reason}" in done.stdout.decode()
+
+
+def test_31_13_an_mcp_call_of_a_skipped_manifest_says_why(project):
+    """Over MCP the call is a protocol error (the tool is not listed), and
+    its message is what every command says of the manifest."""
+    reason = add_skipped_tool(project)
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+         "params": {"name": "broken", "arguments": {}}}]
+    server = subprocess.Popen([ACOR_SCRIPT, "mcp"], cwd=project.root,
+                              env=project.env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    answers = {}
+    try:
+        for request in requests:
+            server.stdin.write(json.dumps(request).encode() + b"\n")
+            server.stdin.flush()
+            while request.get("id") is not None and \
+                    request["id"] not in answers:
+                message = json.loads(server.stdout.readline())
+                answers[message.get("id")] = message
+    finally:
+        server.stdin.close()
+        server.wait(timeout=60)
+        server.stdout.close()
+        server.stderr.close()
+    error = answers[2]["error"]
+    assert error["code"] == -32602
+    assert "E_INVALID_MANIFEST" in error["message"]
+    assert reason in error["message"]

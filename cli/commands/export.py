@@ -363,7 +363,7 @@ def _call_shape(schema: dict) -> dict:
 
 def _specs(ctx: click.Context, names: tuple[str, ...], verb: str) -> list:
     from acor.cli.commands.context import command_registry
-    from acor.cli.errors import invalid_manifest, unknown_tool
+    from acor.cli.errors import unknown_tool
     registry = command_registry(ctx)
     if not names:
         return list(registry.tools.values())
@@ -371,9 +371,7 @@ def _specs(ctx: click.Context, names: tuple[str, ...], verb: str) -> list:
     for name in dict.fromkeys(names):
         spec = registry.get(name)
         if spec is None:
-            skipped = registry.skipped_named(name)
-            raise invalid_manifest(name, skipped) if skipped else \
-                unknown_tool(name, registry, (), ("acor", "export", verb))
+            raise unknown_tool(name, registry, (), ("acor", "export", verb))
         specs.append(spec)
     return specs
 
