@@ -32,9 +32,11 @@ def split_options(argv):
 
     Everything after the tool name belongs to the tool, ``--help``
     included. An option we do not know ends the scan: click reports it.
-    Returns (options, the option words as given, the rest).
+    Returns (options, the option words as given, the rest). A missing or
+    bad value is a UsageError whose ``next`` is ``argv`` itself with just
+    that value given or corrected, safe to run as is.
     """
-    options, words = {}, []
+    options, words, where = {}, [], {}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -52,38 +54,77 @@ def split_options(argv):
         if name not in _VALUED:
             break
         if not eq:
-            if i + 1 >= len(argv):
+            if i + 1 >= len(argv) or _is_option(argv[i + 1]):
+                # `acor --timeout` or `acor --timeout --format json x`:
+                # the value is missing, not the next option.
                 raise UsageError(f"Option {name} needs a value",
                                  "Give it one, as in the command below.",
-                                 next=["acor", name, _EXAMPLES[name],
-                                       "list"])
+                                 next=["acor", *argv[:i + 1],
+                                       _EXAMPLES[name], *argv[i + 1:]])
             value = argv[i + 1]
+            where[_VALUED[name]] = (i + 1, "")
             i += 1
+        else:
+            where[_VALUED[name]] = (i, name + "=")
         options[_VALUED[name]] = value
         words += [name, value]
         i += 1
-    return _check_options(options), words, argv[i:]
+    return _check_options(options, argv, where), words, argv[i:]
 
 
 _EXAMPLES = {"--format": "json", "--timeout": "60", "--idle-timeout": "30",
              "--config": ".acor/config.yaml", "--max-output": "64k"}
+_FLAGS = ("--no-input", "--sandbox", "--no-sandbox", "--help", "-h",
+          "--version")
 
 
-def _check_options(options):
+def _is_option(word):
+    return word.partition("=")[0] in _VALUED or word in _FLAGS
+
+
+def _corrected(argv, where, key, value):
+    """``acor ARGV`` with the value of option ``key`` replaced by
+    ``value``: the user's own command, with only that corrected."""
+    index, prefix = where[key]
+    fixed = list(argv)
+    fixed[index] = prefix + value
+    return ["acor", *fixed]
+
+
+def _good_seconds(given, flag):
+    """A duration to suggest for the bad ``given``: the bound when it is
+    above it, else the example."""
+    from acor.cli.durations import MAX_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = None
+    if seconds is not None and seconds > MAX_SECONDS and \
+            seconds != float("inf"):
+        return str(MAX_SECONDS)
+    return _EXAMPLES[flag]
+
+
+def _check_options(options, argv, where):
     fmt = options.get("format")
     if fmt is not None and fmt not in FORMATS:
+        import difflib  # only for a wrong format
+        close = difflib.get_close_matches(fmt.lower(), FORMATS, 1, 0.5)
         raise UsageError(f"Unknown format {fmt!r}",
                          "Use one of: " + ", ".join(FORMATS) + ".",
-                         next=["acor", "--format", "json", "list"])
+                         next=_corrected(argv, where, "format",
+                                         close[0] if close else "json"))
     for key in ("timeout", "idle_timeout"):
         if key in options:
             flag = "--" + key.replace("_", "-")
             try:
                 options[key] = check_seconds(options[key], flag)
             except ValueError as exc:
+                good = _good_seconds(options[key], flag)
                 raise UsageError(str(exc), "Give a duration in seconds, as "
                                  "in the command below.",
-                                 next=["acor", flag, "30", "list"]) from None
+                                 next=_corrected(argv, where, key,
+                                                 good)) from None
     if "max_output" in options:
         from acor.cli.output.budget import parse_size
         try:
@@ -91,8 +132,8 @@ def _check_options(options):
         except ValueError as exc:
             raise UsageError(str(exc), "Give a size in bytes (0 for no "
                              "limit), as in the command below.",
-                             next=["acor", "--max-output", "64k",
-                                   "list"]) from None
+                             next=_corrected(argv, where, "max_output",
+                                             "64k")) from None
     return options
 
 

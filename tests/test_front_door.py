@@ -142,3 +142,91 @@ def test_31_13_an_mcp_call_of_a_skipped_manifest_says_why(project):
     assert error["code"] == -32602
     assert "E_INVALID_MANIFEST" in error["message"]
     assert reason in error["message"]
+
+
+# --- 32.5: `next` is the user's own command, the bad word corrected --------
+
+STATS_ARGS = {
+    "type": "object", "required": ["count"], "additionalProperties": False,
+    "properties": {
+        "count": {"type": "integer", "minimum": 1, "maximum": 100,
+                  "x-acor": {"position": 0}},
+        "mode": {"type": "string", "enum": ["fast", "slow"],
+                 "default": "fast", "description": "how",
+                 "x-acor": {"flag": "--mode"}},
+        "verbose": {"type": "boolean", "x-acor": {"flag": "--verbose"}}}}
+
+
+def add_stats(project):
+    """The same arguments twice: a Python tool that parses them itself
+    (tool.parse_args) and a shell tool the launcher parses them for."""
+    project.add_tool("stats", """
+        from acor import AcorTool
+        with AcorTool() as tool:
+            tool.output(vars(tool.parse_args()))
+        """, args=STATS_ARGS)
+    folder = project.root / "tools" / "shstats"
+    folder.mkdir()
+    script = folder / "run.sh"
+    script.write_text("#!/bin/sh\necho \"$ACOR_ARGS\"\n")
+    script.chmod(0o755)
+    (folder / "manifest.json").write_text(json.dumps(
+        {"name": "shstats", "description": "stats in sh", "entry": "run.sh",
+         "args": STATS_ARGS}))
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--timeout", "abc", "stats", "5"], "acor --timeout 60 stats 5"),
+    (["--timeout=1e9", "stats", "5"], "acor --timeout=604800 stats 5"),
+    (["--idle-timeout", "0", "stats", "5"], "acor --idle-timeout 30 stats 5"),
+    (["--format", "xml", "stats", "5"], "acor --format json stats 5"),
+    (["--format=jsno", "stats", "5"], "acor --format=json stats 5"),
+    (["--max-output", "zz", "stats", "5"], "acor --max-output 64k stats 5"),
+    (["--timeout", "--format", "json", "stats", "5"],
+     "acor --timeout 60 --format json stats 5"),
+    (["--timout", "5", "stats", "5"], "acor --timeout 5 stats 5"),
+    (["list", "--jsn"], "acor list --json"),
+    (["schema", "event"], "acor schema events"),
+    (["export", "openai", "--respnses"], "acor export openai --responses"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_32_5_a_bad_option_suggests_the_command_asked_corrected(
+        project, args, expected):
+    add_stats(project)
+    done = run_acor(project, *args)
+    assert done.returncode == 2
+    assert next_line(done.stdout.decode()) == expected
+    again = run_acor(project, *expected.split()[1:])
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
+@pytest.mark.parametrize("tool", ["stats", "shstats"])
+@pytest.mark.parametrize("args, fixed", [
+    (["5", "--mode", "fsat"], "5 --mode fast"),
+    (["5", "--mode=slwo"], "5 --mode=slow"),
+    (["500"], "100"),
+    (["5", "--verbos"], "5 --verbose"),
+    (["abc"], None),            # nothing to derive: the tool's --help
+    ([], None),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else "")
+def test_32_5_a_tools_usage_error_suggests_the_corrected_command(
+        project, tool, args, fixed):
+    add_stats(project)
+    done = run_acor(project, tool, *args)
+    assert done.returncode == 2
+    suggested = next_line(done.stdout.decode())
+    if fixed is None:
+        assert suggested == f"acor {tool} --help"
+    else:
+        assert suggested == f"acor {tool} {fixed}"
+    # Runs as it is (the shell tool prints its ACOR_ARGS and no status:
+    # what matters is that its arguments are accepted).
+    again = run_acor(project, *suggested.split()[1:])
+    assert again.returncode != 2 and b"E_USAGE" not in again.stdout, \
+        again.stdout + again.stderr
+
+
+def test_32_5_a_tools_help_lists_the_allowed_values(project):
+    add_stats(project)
+    for tool in ("stats", "shstats"):
+        done = run_acor(project, tool, "--help")
+        assert "one of: fast, slow" in done.stdout.decode()

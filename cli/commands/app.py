@@ -182,6 +182,34 @@ for _command in (info.list_tools, info.show, info.doctor, info.schema,
     cli.add_command(_command)
 
 
+def corrected_command(argv, exc) -> list[str] | None:
+    """``acor ARGV`` with the one word click refused replaced by the one
+    it means (an option or a choice close to a known one), or None when
+    that cannot be told: the user's own command, safe to run as is."""
+    import difflib
+    if isinstance(exc, click.NoSuchOption):
+        wrong, known = exc.option_name, sorted(exc.possibilities or ())
+    elif isinstance(exc, click.BadParameter) and exc.param is not None \
+            and isinstance(exc.param.type, click.Choice):
+        known = [str(c) for c in exc.param.type.choices]
+        wrong = next((w for w in argv if w not in known and
+                      difflib.get_close_matches(w, known, 1, 0.6)), None)
+    else:
+        return None
+    if wrong is None:
+        return None
+    match = difflib.get_close_matches(wrong, known, 1, 0.6)
+    if not match:
+        return None
+    fixed = list(argv)
+    for i, word in enumerate(fixed):
+        name, eq, value = word.partition("=")
+        if word == wrong or (eq and name == wrong):
+            fixed[i] = match[0] + eq + value
+            return ["acor", *fixed]
+    return None
+
+
 def run_command(argv, fmt=None, early=None, out=None):
     """Run the click application; every failure is reported in ACOR form,
     on ``out`` (a binary file; None: stdout). ``early`` holds the signals
@@ -198,16 +226,18 @@ def run_command(argv, fmt=None, early=None, out=None):
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
         if exc.ctx is not None and exc.ctx.command is not cli:
-            hint = f"Run `acor {exc.ctx.command.name} --help` for its usage."
-            next_argv = ["acor", exc.ctx.command.name, "--help"]
-            if exc.ctx.command.name == "mcp":
-                # An MCP client reads stdout as JSON-RPC and keeps stderr
-                # as the server's log: the error belongs in the log.
-                out = sys.stderr.buffer
-                if "extra argument" in exc.format_message():
-                    hint = ("Give --tools its names in one word, comma-"
-                            "separated without spaces (--tools hello,"
-                            "csvprofile), or repeat --tools. " + hint)
+            path = exc.ctx.command_path  # "acor export openai"
+            hint = f"Run `{path} --help` for its usage."
+            next_argv = [*path.split(), "--help"]
+            if exc.ctx.command.name == "mcp" and \
+                    "extra argument" in exc.format_message():
+                hint = ("Give --tools its names in one word, comma-"
+                        "separated without spaces (--tools hello,"
+                        "csvprofile), or repeat --tools. " + hint)
+        fixed = corrected_command(argv, exc)
+        if fixed is not None:
+            hint = "The command below is yours, corrected."
+            next_argv = fixed
         return report(UsageError(exc.format_message(), hint, next=next_argv),
                       fmt, out=out)
     except click.Abort:
