@@ -101,10 +101,24 @@ def test_definitions_are_the_schemas_acor_mcp_serves(tools, mode):
             "parameters": tool.input_schema}}
         assert r == {"type": "function", "name": tool.name,
                      "description": tool.description,
-                     "parameters": tool.input_schema}
+                     "parameters": tool.input_schema, "strict": False}
     # A free-argv tool takes its argv, and its usage says how.
     assert anthropic[2]["input_schema"]["properties"]["argv"]["type"] == \
         "array"
+
+
+def test_32_12_responses_definitions_say_they_are_not_strict(tools):
+    """The Responses API applies strict mode unless a function says
+    "strict": false, and strict mode makes every property required: an
+    optional argument (hello's --steps) would be forced on every call."""
+    responses = json.loads(acor(tools, "export", "openai", "--responses",
+                                "hello").stdout)
+    [hello] = responses
+    assert hello["strict"] is False
+    schema = hello["parameters"]
+    assert set(schema.get("required", ())) < set(schema["properties"])
+    chat = json.loads(acor(tools, "export", "openai", "hello").stdout)
+    assert "strict" not in chat[0]["function"]  # Chat: not strict already
 
 
 def test_no_names_means_every_tool(tools):

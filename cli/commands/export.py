@@ -12,7 +12,10 @@
 * ``acor export openai|anthropic [TOOL...]`` prints the function-calling
   tool definitions those APIs take (``parameters`` / ``input_schema``),
   built from the schema ``acor mcp`` serves for the same tool; the host
-  runs a call with ``acor call NAME 'ARGUMENTS'``.
+  runs a call with ``acor call NAME 'ARGUMENTS'``. ``--responses`` gives
+  the Responses API's shape with ``"strict": false``: that API is strict
+  by default, and strict mode would make every optional argument
+  required.
 
 Everything taken from a manifest is data: made printable (no control
 character, escape sequence, bidi control or line break where one line is
@@ -93,8 +96,13 @@ def function_definition(spec, api: str) -> dict[str, Any]:
         return {"name": name, "description": description,
                 "input_schema": schema}
     if api == "openai-responses":
+        # The Responses API makes a function strict unless told otherwise,
+        # and strict mode wants every property required: an optional
+        # argument would be forced. acor's schemas keep optional arguments
+        # optional, so the definition says it is not strict.
         return {"type": "function", "name": name,
-                "description": description, "parameters": schema}
+                "description": description, "parameters": schema,
+                "strict": False}
     return {"type": "function", "function": {
         "name": name, "description": description, "parameters": schema}}
 
@@ -451,7 +459,8 @@ def _print_definitions(ctx: click.Context, tools: tuple[str, ...],
 @click.option("--responses", is_flag=True,
               help="The Responses API's flat shape instead of Chat "
                    "Completions' {\"type\": \"function\", \"function\": "
-                   "{...}}.")
+                   "{...}}, with \"strict\": false (optional arguments stay "
+                   "optional).")
 @click.pass_context
 def export_openai(ctx: click.Context, tools: tuple[str, ...],
                   responses: bool) -> int:
