@@ -158,21 +158,38 @@ def _parse_verdict(ending: str | None, after: int) -> int:
 
 
 @cli.command("help")
-@click.argument("topic", required=False)
+@click.argument("topic", nargs=-1, metavar="[COMMAND [SUBCOMMAND]|TOOL]")
 @click.pass_context
 def help_command(ctx, topic):
-    """Show help: acor's with no TOPIC, a built-in command's, or a tool's
-    (as `acor show TOOL`, which runs nothing)."""
+    """Show help: acor's with no TOPIC, a built-in command's (`acor help
+    export openai` as `acor export openai --help`), or a tool's (as `acor
+    show TOOL`, which runs nothing)."""
     root = ctx.find_root()
-    if topic is None:
+    if not topic:
         click.echo(root.get_help())
         return
-    command = cli.get_command(root, topic)
-    if command is not None:
-        with click.Context(command, info_name=topic, parent=root) as sub:
-            click.echo(command.get_help(sub))
+    command = cli.get_command(root, topic[0])
+    if command is None:
+        if len(topic) > 1:
+            raise UsageError(f"acor has no command {topic[0]!r} with "
+                             "subcommands", "A tool's help is `acor help "
+                             "TOOL`, as in the command below.",
+                             next=["acor", "help", topic[0]])
+        ctx.invoke(info.show, tool=topic[0], as_json=False)
         return
-    ctx.invoke(info.show, tool=topic, as_json=False)
+    parent = root
+    for i, word in enumerate(topic):
+        if i:
+            sub_command = command.get_command(parent, word) \
+                if isinstance(command, click.Group) else None
+            if sub_command is None:
+                raise UsageError(
+                    f"`acor {' '.join(topic[:i])}` has no subcommand "
+                    f"{word!r}", "Its help, below, lists its subcommands.",
+                    next=["acor", "help", *topic[:i]])
+            command = sub_command
+        parent = click.Context(command, info_name=word, parent=parent)
+    click.echo(command.get_help(parent))
 
 
 cli.add_command(sessions)
