@@ -4,6 +4,7 @@ command of a bad option or argument, what each command says of a manifest
 discovery skipped, help, and the definitions ``acor export`` prints."""
 
 import json
+import re
 import subprocess
 
 import pytest
@@ -230,3 +231,45 @@ def test_32_5_a_tools_help_lists_the_allowed_values(project):
     for tool in ("stats", "shstats"):
         done = run_acor(project, tool, "--help")
         assert "one of: fast, slow" in done.stdout.decode()
+
+
+# --- 32.11: help of a subcommand; the README documents acor export --------
+
+def test_32_11_acor_help_takes_a_subcommand(project):
+    asked = run_acor(project, "help", "export", "openai")
+    direct = run_acor(project, "export", "openai", "--help")
+    assert asked.returncode == 0, asked.stdout
+    assert asked.stdout == direct.stdout
+    assert asked.stdout.startswith(b"Usage: acor export openai ")
+    wrong = run_acor(project, "help", "export", "nope")
+    assert wrong.returncode == 2
+    assert next_line(wrong.stdout.decode()) == "acor help export"
+
+
+def test_32_11_the_readme_documents_every_built_in_command(project):
+    """Each command `acor --help` lists has its line in the README's
+    command summary, and `acor export` its own section."""
+    from conftest import REPO
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    summary = readme[readme.index("## Running tools"):]
+    summary = summary[:summary.index("\n```\n", summary.index("```") + 3)]
+    listed = run_acor(project, "--help").stdout.decode()
+    commands = listed[listed.index("Commands:"):listed.index("Tools:")]
+    names = re.findall(r"^  (\w+)", commands, re.MULTILINE)
+    assert "export" in names
+    for name in names:
+        assert f"\nacor {name}" in summary, name
+    assert "## Agents without MCP: `acor export`" in readme
+
+
+def test_32_11_make_demo_says_its_timeout_is_meant():
+    """`make demo`'s timed-out step is expected: no "Error 124 (ignored)"
+    from make, and any other exit fails the demo."""
+    from conftest import REPO
+    makefile = (REPO / "Makefile").read_text()
+    demo = makefile[makefile.index("\ndemo:"):makefile.index("\n\n",
+                                                           makefile.index(
+                                                               "\ndemo:"))]
+    step = next(line for line in demo.splitlines() if "--timeout 1" in line)
+    assert not step.lstrip().startswith("-")  # make's "(ignored)" prefix
+    assert "-eq 124" in demo
