@@ -5,7 +5,8 @@ while acor is still importing is remembered, and the run then ends
 Cancelled (exit 130) instead of with a KeyboardInterrupt traceback from the
 middle of an import. The first handler is a plain function installed
 through ``_signal`` (built into the interpreter: importing it runs no
-Python code, where ``signal`` would import ``enum``); it is swapped for the
+Python code, where ``signal`` would import ``enum``, ``collections`` and
+``functools``: 27 ms measured here on a cold start); it is swapped for the
 run's :class:`cli.signals.EarlySignals` once that module is loaded, the
 same list of signals kept. A signal ignored when acor starts (``nohup``,
 a shell's background job) stays ignored; one the parent blocked is
@@ -23,7 +24,7 @@ Only the command installs these handlers: importing acor's modules (the
 runner, the pytest plugin) changes no signal handling.
 """
 
-import _signal
+import _signal  # type: ignore[import-not-found]  # no stubs: C module
 
 _caught: list = []
 

@@ -204,6 +204,7 @@ def corrected_command(argv, exc) -> list[str] | None:
     it means (an option or a choice close to a known one), or None when
     that cannot be told: the user's own command, safe to run as is."""
     import difflib
+    wrong: str | None
     if isinstance(exc, click.NoSuchOption):
         wrong, known = exc.option_name, sorted(exc.possibilities or ())
     elif isinstance(exc, click.BadParameter) and exc.param is not None \
