@@ -137,6 +137,20 @@ def _check_options(options, argv, where):
     return options
 
 
+def _asked_format(argv):
+    """The valid ``--format`` among the global options of ``argv``, or
+    None: the format of an error in another of them."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        name, eq, value = argv[i].partition("=")
+        if name == "--format":
+            value = value if eq else (argv[i + 1] if i + 1 < len(argv)
+                                      else "")
+            return value if value in FORMATS else None
+        i += 2 if argv[i] in _VALUED else 1
+    return None
+
+
 def serves_mcp(argv) -> bool:
     """Whether ``argv`` asks for ``acor mcp``: its first word that is not a
     global option (known or not, valid or not) or a known option's value
@@ -177,9 +191,21 @@ def main(argv=None, early=None):
     early = early if early is not None else EarlySignals()
     _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
-    fmt = None
+    fmt = _asked_format(argv)  # for an error before the options are read
     # Where errors go: stdout, unless stdout is the JSON-RPC of acor mcp.
     out = sys.stderr.buffer if serves_mcp(argv) else None
+    try:
+        return _run(argv, early, fmt, out)
+    except BrokenPipeError:
+        # The reader went away (`acor tool | head -1`), maybe while an
+        # error was reported: the tool's group is already ended by the
+        # run's cleanup; leave quietly, as `cat` does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return exitcodes.BROKEN_PIPE
+
+
+def _run(argv, early, fmt, out):
     try:
         options, words, rest = split_options(argv)
         fmt = options.get("format")
@@ -197,11 +223,5 @@ def main(argv=None, early=None):
         return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
         return report(exc, fmt, out=out)
-    except BrokenPipeError:
-        # The reader went away (`acor tool | head -1`): the tool's group is
-        # already ended by the run's cleanup; leave quietly, as `cat` does.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return exitcodes.BROKEN_PIPE
     except KeyboardInterrupt:
         return exitcodes.CANCELLED

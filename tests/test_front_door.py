@@ -273,3 +273,31 @@ def test_32_11_make_demo_says_its_timeout_is_meant():
     step = next(line for line in demo.splitlines() if "--timeout 1" in line)
     assert not step.lstrip().startswith("-")  # make's "(ignored)" prefix
     assert "-eq 124" in demo
+
+
+def test_32_5_an_option_error_comes_in_the_format_asked(project):
+    """`--format json` before a bad option: the error is JSON lines, its
+    next the same command with the bad value corrected."""
+    done = run_acor(project, "--format", "json", "--timeout", "x", "list")
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert lines[0]["type"] == "error"
+    assert lines[0]["next"] == ["acor", "--format", "json", "--timeout",
+                                "60", "list"]
+    assert lines[-1]["type"] == "result" and lines[-1]["exit_code"] == 2
+
+
+def test_32_5_an_option_error_to_a_reader_gone_leaves_no_traceback(project):
+    """`acor --format xml list | head -c0`: the pipe closed before the
+    error is written; acor leaves quietly, as `cat` does."""
+    import os
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([ACOR_SCRIPT, "--format", "xml", "list"],
+                              cwd=project.root, env=project.env,
+                              stdout=write, stderr=subprocess.PIPE,
+                              timeout=60)
+    finally:
+        os.close(write)
+    assert b"Traceback" not in done.stderr, done.stderr.decode()
+    assert done.returncode == 141
