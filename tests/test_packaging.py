@@ -87,7 +87,8 @@ def test_the_distribution_is_acor_cli_and_the_import_package_acor():
     assert project["name"] == DISTRIBUTION == "acor-cli"
     # Not on the package index yet: the MCP extra is installed as this acor
     # was (make install: from the checkout's folder).
-    assert MCP_INSTALL == f"pip install '{REPO}[mcp]'"
+    assert MCP_INSTALL in (f"pip install '{REPO}[mcp]'",
+                           f"pip install -e '{REPO}[mcp]'")
     assert metadata.version(DISTRIBUTION) == acor.__version__
     # This environment's acor package comes from acor-cli alone (no stale
     # install under the old name shares its files).
