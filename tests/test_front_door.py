@@ -53,8 +53,9 @@ def test_31_11_a_bad_option_around_mcp_writes_nothing_to_stdout(project,
     done = run_acor(project, *args)
     assert done.stdout == b""
     assert done.returncode == 2
-    assert b"## Error: " in done.stderr
-    assert b"## Status: Failed" in done.stderr
+    # In the format asked (--format json: JSON lines), on stderr.
+    assert b"## Error: " in done.stderr or b'"type": "error"' in done.stderr
+    assert b"E_USAGE" in done.stderr or b"E_CONFIG" in done.stderr
 
 
 def test_31_11_a_valid_global_option_before_mcp_serves_json_rpc_only(
