@@ -54,9 +54,9 @@ def split_options(argv):
         if name not in _VALUED:
             break
         if not eq:
-            if i + 1 >= len(argv) or _is_option(argv[i + 1]):
-                # `acor --timeout` or `acor --timeout --format json x`:
-                # the value is missing, not the next option.
+            if not _takes_next(argv, i):
+                # `acor --timeout`, `acor --timeout --format json x`,
+                # `acor --timeout mcp`: the value is missing.
                 raise UsageError(f"Option {name} needs a value",
                                  "Give it one, as in the command below.",
                                  next=["acor", *argv[:i + 1],
@@ -78,8 +78,16 @@ _FLAGS = ("--no-input", "--sandbox", "--no-sandbox", "--help", "-h",
           "--version")
 
 
-def _is_option(word):
-    return word.partition("=")[0] in _VALUED or word in _FLAGS
+def _takes_next(argv, i):
+    """Whether the option ``argv[i]`` (valued, no ``=``) takes the next
+    word as its value: not when there is none, nor when it is another
+    option or, but for --config's file, a built-in command's name."""
+    if i + 1 >= len(argv):
+        return False
+    word = argv[i + 1]
+    if word.partition("=")[0] in _VALUED or word in _FLAGS:
+        return False
+    return argv[i] == "--config" or word not in BUILTINS
 
 
 def _corrected(argv, where, key, value):
@@ -147,7 +155,7 @@ def _asked_format(argv):
             value = value if eq else (argv[i + 1] if i + 1 < len(argv)
                                       else "")
             return value if value in FORMATS else None
-        i += 2 if argv[i] in _VALUED else 1
+        i += 2 if argv[i] in _VALUED and _takes_next(argv, i) else 1
     return None
 
 
@@ -160,7 +168,7 @@ def serves_mcp(argv) -> bool:
     i = 0
     while i < len(argv):
         arg = argv[i]
-        if arg in _VALUED:
+        if arg in _VALUED and _takes_next(argv, i):
             i += 2
         elif arg.startswith("-"):
             i += 1
