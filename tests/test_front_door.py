@@ -19,7 +19,13 @@ def run_acor(project, *args, stdin=subprocess.DEVNULL, timeout=60):
 
 
 def next_line(text):
-    """The ``**Next**:`` command of an ACOR error, as text."""
+    """The ``next`` command of an ACOR error, as text: its ``**Next**:``
+    line, or in JSON lines (--format json) the error's ``next``."""
+    import shlex
+    if text.startswith("{"):
+        error = next(json.loads(line) for line in text.splitlines()
+                     if json.loads(line)["type"] == "error")
+        return shlex.join(error["next"])
     return next(line.removeprefix("**Next**: ") for line in
                 text.splitlines() if line.startswith("**Next**: "))
 
