@@ -15,7 +15,7 @@ SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
              \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name '*.mjs' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: demo test test-lowest lint fuzz bench conformance install dev clean
+.PHONY: demo test test-lowest lint fuzz bench conformance install dev dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -42,8 +42,23 @@ demo: $(STAMP)
 	$(BIN)/acor csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out
 	@echo "--- a resumable run, stopped by a timeout, then resumed ---"
 	@$(BIN)/acor sessions --clear demo-orders >/dev/null 2>&1 || true
-	-$(BIN)/acor --timeout 1 csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out --session demo-orders --slow 0.3
+	@# Exit 124 is this step's expected ending: anything else fails the demo.
+	$(BIN)/acor --timeout 1 csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out --session demo-orders --slow 0.3 \
+		|| { code=$$?; [ $$code -eq 124 ] || exit $$code; \
+		     echo "--- exit 124, as meant: the timeout stopped it; now resumed ---"; }
 	$(BIN)/acor csvprofile tools/csvprofile/sample/orders.csv --key order_id --out .acor/demo-out --session demo-orders
+
+# The wheel and the sdist a release publishes, in dist/, checked by twine
+# (which, with build, this target installs into the venv): publishing is
+# then `twine upload dist/*`. Until acor-cli is on the package index, the
+# wheel is how acor is installed elsewhere: pip install dist/acor_cli-*.whl
+# (README, "Installing"). tests/test_install.py builds and installs one too.
+dist: $(TSTAMP)
+	$(BIN)/python -m pip install --quiet build twine
+	rm -rf dist build
+	$(BIN)/python -m build --outdir dist .
+	$(BIN)/twine check --strict dist/*
+	rm -rf build
 
 # The venv's pytest script, not `python -m pytest`: -m would put the
 # checkout first on sys.path, where acor/ has no cli subpackage.
@@ -114,4 +129,4 @@ dev:
 	@echo "editable install ready: $(DEV)/bin/acor, $(DEV)/bin/pytest"
 
 clean:
-	rm -rf $(VENV) .venv-3.13 $(LOW) $(DEV) build *.egg-info .pytest_cache .conformance
+	rm -rf $(VENV) .venv-3.13 $(LOW) $(DEV) build dist *.egg-info .pytest_cache .conformance

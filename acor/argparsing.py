@@ -123,6 +123,9 @@ def build(parser_class, prog, schema, description=None, help_action="help"):
 
 def _help(prop):
     text = prop.get("description", "")
+    allowed = prop.get("items", prop).get("enum")
+    if allowed:  # the metavar hides argparse's own {a,b}
+        text = f"{text} (one of: {', '.join(map(str, allowed))})".lstrip()
     if prop.get("default") not in (None, False, [], ""):
         text = f"{text} (default: {prop['default']})".lstrip()
     return text.replace("%", "%%") or None
@@ -151,6 +154,7 @@ def parse(schema, argv, prog, description=None, human=None
                 "person may give it (an approval or a secret). Run the "
                 "command without it at a terminal and acor asks the person",
                 wrong.usage) from None
+        wrong.fixed = corrected(parser, schema, list(argv))
         raise
     human = human or {}
     for name, prop in schema.get("properties", {}).items():
@@ -165,6 +169,58 @@ def parse(schema, argv, prog, description=None, human=None
         elif prop["type"] == "array" and getattr(values, name) is None:
             setattr(values, name, list(prop.get("default", [])))
     return values
+
+
+# Words of a refused command line tried one at a time: a longer one is
+# not a typo to guess at.
+_MAX_TRIED = 64
+
+
+def corrected(parser, schema, argv):
+    """``argv`` with one word replaced so that ``parser`` accepts it: an
+    unknown flag by the known flag it is closest to, a value by the
+    allowed value it is closest to (an enum's), a number out of bounds by
+    the bound. None when no single word does it (a missing required
+    argument, a value nothing resembles)."""
+    import difflib
+    props = checked_properties(schema)
+    flags = [p["x-acor"]["flag"] for p in props.values()
+             if "flag" in p["x-acor"] and not is_human(p)]
+    allowed = [str(v) for p in props.values() for v in
+               (p.get("items", p).get("enum") or ())]
+    bounds = [str(p.get("items", p)[key]) for p in props.values()
+              for key in ("minimum", "maximum") if key in p.get("items", p)]
+    for i, word in enumerate(argv[:_MAX_TRIED]):
+        if word == "--":
+            break
+        name, eq, value = word.partition("=")
+        if word.startswith("--") and name not in flags:
+            tries = [m + eq + value for m in
+                     difflib.get_close_matches(name, flags, 3, 0.6)]
+        else:
+            prefix, value = (name + eq, value) if word.startswith("--") \
+                else ("", word)
+            tries = difflib.get_close_matches(value, allowed, 3, 0.6)
+            if _is_number(value):  # the nearest bound first
+                tries += sorted(bounds, key=lambda b: abs(float(b) -
+                                                          float(value)))
+            tries = [prefix + t for t in tries]
+        for fix in tries:
+            again = argv[:i] + [fix] + argv[i + 1:]
+            try:
+                parser.parse_args(again)
+            except (UsageError, HelpRequested):
+                continue
+            return again
+    return None
+
+
+def _is_number(word):
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
 
 
 def _human_flag(schema, argv):

@@ -57,11 +57,12 @@ class SchemaError(ValueError):
 
 class UsageError(Exception):
     """A command line the schema does not accept; ``usage`` is the usage
-    line, as argparse prints it."""
+    line, as argparse prints it; ``fixed``, when one word can be told, the
+    same arguments with that word corrected (they parse), else None."""
 
-    def __init__(self, message, usage):
+    def __init__(self, message, usage, fixed=None):
         super().__init__(message)
-        self.message, self.usage = message, usage
+        self.message, self.usage, self.fixed = message, usage, fixed
 
 
 class HelpRequested(Exception):

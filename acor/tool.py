@@ -415,6 +415,11 @@ class AcorTool(ProgressMixin, ResumableMixin):
         except args.UsageError as wrong:
             import shlex
             help_argv = self.command("--help")
+            if wrong.fixed is not None:  # the user's command, one word fixed
+                self.fail("E_USAGE", wrong.message, details=wrong.usage,
+                          recovery="The command below is yours, corrected; "
+                          f"`{shlex.join(help_argv)}` shows the arguments.",
+                          next=self.command(*wrong.fixed))
             self.fail("E_USAGE", wrong.message, details=wrong.usage,
                       recovery=f"Run `{shlex.join(help_argv)}` for the "
                       "arguments, then run the corrected command.",

@@ -110,6 +110,12 @@ def argv_json(spec, argv, command=("acor",)) -> str:
         values = argv_values(spec, argv)
     except ArgvError as wrong:
         import shlex
+        if wrong.fixed is not None:  # the user's command, one word fixed
+            raise UsageError(wrong.message, "The command below is yours, "
+                             "corrected; `" + shlex.join(help_argv) +
+                             "` shows the arguments.", details=wrong.usage,
+                             next=[*command, spec.name, *wrong.fixed]
+                             ) from None
         raise UsageError(wrong.message, "Run `" + shlex.join(help_argv) +
                          "` for the arguments, then run the corrected "
                          "command.", details=wrong.usage,

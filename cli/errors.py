@@ -42,7 +42,13 @@ def config_error(exc) -> LauncherError:
 
 def unknown_tool(name: str, registry, args: Sequence[str] = (),
                  command: Sequence[str] = ("acor",)) -> LauncherError:
+    """No tool called ``name``: the error every command gives. A manifest
+    discovery skipped that claims the name is named with its reason
+    (:func:`invalid_manifest`), whichever command asked."""
     from acor.cli.textsafe import printable
+    skipped = registry.skipped_named(name)
+    if skipped is not None:
+        return invalid_manifest(name, skipped)
     matches = registry.close_matches(name)
     shown = printable(name)[:200]
     if matches:

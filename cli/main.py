@@ -32,9 +32,11 @@ def split_options(argv):
 
     Everything after the tool name belongs to the tool, ``--help``
     included. An option we do not know ends the scan: click reports it.
-    Returns (options, the option words as given, the rest).
+    Returns (options, the option words as given, the rest). A missing or
+    bad value is a UsageError whose ``next`` is ``argv`` itself with just
+    that value given or corrected, safe to run as is.
     """
-    options, words = {}, []
+    options, words, where = {}, [], {}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -52,38 +54,85 @@ def split_options(argv):
         if name not in _VALUED:
             break
         if not eq:
-            if i + 1 >= len(argv):
+            if not _takes_next(argv, i):
+                # `acor --timeout`, `acor --timeout --format json x`,
+                # `acor --timeout mcp`: the value is missing.
                 raise UsageError(f"Option {name} needs a value",
                                  "Give it one, as in the command below.",
-                                 next=["acor", name, _EXAMPLES[name],
-                                       "list"])
+                                 next=["acor", *argv[:i + 1],
+                                       _EXAMPLES[name], *argv[i + 1:]])
             value = argv[i + 1]
+            where[_VALUED[name]] = (i + 1, "")
             i += 1
+        else:
+            where[_VALUED[name]] = (i, name + "=")
         options[_VALUED[name]] = value
         words += [name, value]
         i += 1
-    return _check_options(options), words, argv[i:]
+    return _check_options(options, argv, where), words, argv[i:]
 
 
 _EXAMPLES = {"--format": "json", "--timeout": "60", "--idle-timeout": "30",
              "--config": ".acor/config.yaml", "--max-output": "64k"}
+_FLAGS = ("--no-input", "--sandbox", "--no-sandbox", "--help", "-h",
+          "--version")
 
 
-def _check_options(options):
+def _takes_next(argv, i):
+    """Whether the option ``argv[i]`` (valued, no ``=``) takes the next
+    word as its value: not when there is none, nor when it is another
+    option or, but for --config's file, a built-in command's name."""
+    if i + 1 >= len(argv):
+        return False
+    word = argv[i + 1]
+    if word.partition("=")[0] in _VALUED or word in _FLAGS:
+        return False
+    return argv[i] == "--config" or word not in BUILTINS
+
+
+def _corrected(argv, where, key, value):
+    """``acor ARGV`` with the value of option ``key`` replaced by
+    ``value``: the user's own command, with only that corrected."""
+    index, prefix = where[key]
+    fixed = list(argv)
+    fixed[index] = prefix + value
+    return ["acor", *fixed]
+
+
+def _good_seconds(given, flag):
+    """A duration to suggest for the bad ``given``: the bound when it is
+    above it, else the example."""
+    from acor.cli.durations import MAX_SECONDS
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = None
+    if seconds is not None and seconds > MAX_SECONDS and \
+            seconds != float("inf"):
+        return str(MAX_SECONDS)
+    return _EXAMPLES[flag]
+
+
+def _check_options(options, argv, where):
     fmt = options.get("format")
     if fmt is not None and fmt not in FORMATS:
+        import difflib  # only for a wrong format
+        close = difflib.get_close_matches(fmt.lower(), FORMATS, 1, 0.5)
         raise UsageError(f"Unknown format {fmt!r}",
                          "Use one of: " + ", ".join(FORMATS) + ".",
-                         next=["acor", "--format", "json", "list"])
+                         next=_corrected(argv, where, "format",
+                                         close[0] if close else "json"))
     for key in ("timeout", "idle_timeout"):
         if key in options:
             flag = "--" + key.replace("_", "-")
             try:
                 options[key] = check_seconds(options[key], flag)
             except ValueError as exc:
+                good = _good_seconds(options[key], flag)
                 raise UsageError(str(exc), "Give a duration in seconds, as "
                                  "in the command below.",
-                                 next=["acor", flag, "30", "list"]) from None
+                                 next=_corrected(argv, where, key,
+                                                 good)) from None
     if "max_output" in options:
         from acor.cli.output.budget import parse_size
         try:
@@ -91,9 +140,41 @@ def _check_options(options):
         except ValueError as exc:
             raise UsageError(str(exc), "Give a size in bytes (0 for no "
                              "limit), as in the command below.",
-                             next=["acor", "--max-output", "64k",
-                                   "list"]) from None
+                             next=_corrected(argv, where, "max_output",
+                                             "64k")) from None
     return options
+
+
+def _asked_format(argv):
+    """The valid ``--format`` among the global options of ``argv``, or
+    None: the format of an error in another of them."""
+    i = 0
+    while i < len(argv) and argv[i].startswith("-"):
+        name, eq, value = argv[i].partition("=")
+        if name == "--format":
+            value = value if eq else (argv[i + 1] if i + 1 < len(argv)
+                                      else "")
+            return value if value in FORMATS else None
+        i += 2 if argv[i] in _VALUED and _takes_next(argv, i) else 1
+    return None
+
+
+def serves_mcp(argv) -> bool:
+    """Whether ``argv`` asks for ``acor mcp``: its first word that is not a
+    global option (known or not, valid or not) or a known option's value
+    is ``mcp``. Under it stdout belongs to JSON-RPC from its first byte, so
+    every error acor reports before serving goes to stderr (the client's
+    log of the server) instead."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _VALUED and _takes_next(argv, i):
+            i += 2
+        elif arg.startswith("-"):
+            i += 1
+        else:
+            return arg == "mcp"
+    return False
 
 
 def _ensure_std_fds():
@@ -118,28 +199,37 @@ def main(argv=None, early=None):
     early = early if early is not None else EarlySignals()
     _ensure_std_fds()
     argv = list(sys.argv[1:] if argv is None else argv)
-    fmt = None
+    fmt = _asked_format(argv)  # for an error before the options are read
+    # Where errors go: stdout, unless stdout is the JSON-RPC of acor mcp.
+    out = sys.stderr.buffer if serves_mcp(argv) else None
+    try:
+        return _run(argv, early, fmt, out)
+    except BrokenPipeError:
+        # The reader went away (`acor tool | head -1`), maybe while an
+        # error was reported: the tool's group is already ended by the
+        # run's cleanup; leave quietly, as `cat` does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return exitcodes.BROKEN_PIPE
+
+
+def _run(argv, early, fmt, out):
     try:
         options, words, rest = split_options(argv)
         fmt = options.get("format")
         if not rest or rest[0] in BUILTINS or rest[0].startswith("-"):
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                signal.signal(sig, signal.default_int_handler
-                              if sig == signal.SIGINT else signal.SIG_DFL)
+                if signal.getsignal(sig) != signal.SIG_IGN:  # nohup's stays
+                    signal.signal(sig, signal.default_int_handler
+                                  if sig == signal.SIGINT else signal.SIG_DFL)
             if early.received:
                 return exitcodes.CANCELLED
             # click: the cold path only
             from acor.cli.commands.app import run_command
-            return run_command(argv, fmt, early)
+            return run_command(argv, fmt, early, out=out)
         from acor.cli.human.ask import run_and_ask
         return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
-        return report(exc, fmt)
-    except BrokenPipeError:
-        # The reader went away (`acor tool | head -1`): the tool's group is
-        # already ended by the run's cleanup; leave quietly, as `cat` does.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return exitcodes.BROKEN_PIPE
+        return report(exc, fmt, out=out)
     except KeyboardInterrupt:
         return exitcodes.CANCELLED

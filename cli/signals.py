@@ -1,8 +1,9 @@
 """Stopping a run: from a signal, from another thread, or before it starts.
 
 :mod:`cli.entry` installs an :class:`EarlySignals` as the handler of SIGINT,
-SIGTERM and SIGHUP before it imports anything else; the run hands them to
-its :class:`Cancel` once it has one. A module of its own so that the console
+SIGTERM and SIGHUP (after a plain function that caught them while this
+module was imported); the run hands them to its :class:`Cancel` once it
+has one. A module of its own so that the console
 script can install it, and a caller can make a Cancel, without importing the
 rest of the launcher first.
 """
@@ -21,8 +22,10 @@ class EarlySignals:
     """Signals that arrived before a run could take them (see
     :mod:`cli.entry`), and the run's Cancel once there is one."""
 
-    def __init__(self) -> None:
-        self.received: list = []
+    def __init__(self, received: Optional[list] = None) -> None:
+        # The list the first handler of cli.entry filled, and goes on
+        # filling until this one takes its place.
+        self.received: list = [] if received is None else received
         self.cancel: Optional[Cancel] = None
 
     def __call__(self, signum, frame) -> None:

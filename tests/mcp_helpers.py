@@ -65,6 +65,9 @@ class FakeRegistry:
     def get(self, name):
         return self.tools.get(name)
 
+    def skipped_named(self, name):
+        return next((s for s in self.skipped if s.name == name), None)
+
 
 GREET_ARGS = {
     "type": "object",

@@ -349,7 +349,8 @@ def test_parse_args_usage_error_is_e_usage_then_failed_exit_2(events):
     assert error.code == "E_USAGE"
     assert error.title == "argument --rows: must be at least 1, not 0"
     assert error.details == "usage: " + args.usage("acor t", SCHEMA)
-    assert error.next == ["acor", "t", "--help"]
+    # The user's own command, the bad value corrected (the bound).
+    assert error.next == ["acor", "t", "a.csv", "--rows", "1"]
     assert "acor t --help" in error.recovery
     assert grammar.parse(stream.getvalue())[-1] == Status("failed")
 

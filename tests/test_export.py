@@ -101,10 +101,24 @@ def test_definitions_are_the_schemas_acor_mcp_serves(tools, mode):
             "parameters": tool.input_schema}}
         assert r == {"type": "function", "name": tool.name,
                      "description": tool.description,
-                     "parameters": tool.input_schema}
+                     "parameters": tool.input_schema, "strict": False}
     # A free-argv tool takes its argv, and its usage says how.
     assert anthropic[2]["input_schema"]["properties"]["argv"]["type"] == \
         "array"
+
+
+def test_32_12_responses_definitions_say_they_are_not_strict(tools):
+    """The Responses API applies strict mode unless a function says
+    "strict": false, and strict mode makes every property required: an
+    optional argument (hello's --steps) would be forced on every call."""
+    responses = json.loads(acor(tools, "export", "openai", "--responses",
+                                "hello").stdout)
+    [hello] = responses
+    assert hello["strict"] is False
+    schema = hello["parameters"]
+    assert set(schema.get("required", ())) < set(schema["properties"])
+    chat = json.loads(acor(tools, "export", "openai", "hello").stdout)
+    assert "strict" not in chat[0]["function"]  # Chat: not strict already
 
 
 def test_no_names_means_every_tool(tools):
@@ -224,9 +238,29 @@ def test_the_commands_in_a_skill_run_as_they_say(tools, tmp_path):
     assert len(blocks) == 3
     for _, code, command in blocks:
         argv = shlex.split(command)
-        assert argv[0] == "acor"
-        done = acor(tools, *argv[1:], cwd=tools.root / "tools" / "wc-sh")
+        assert argv[0] == ACOR_SCRIPT  # as --print-config launches it
+        done = subprocess.run(argv, cwd=tools.root / "tools" / "wc-sh",
+                              env=tools.env, capture_output=True, text=True,
+                              timeout=60)
         assert done.returncode == int(code), (command, done.stdout)
+
+
+def test_32_10_a_skill_launches_the_acor_that_wrote_it_and_says_how_it_was_installed(
+        tools, tmp_path):
+    """No `pip install acor-cli` (not on the package index): the skill
+    names this acor by its absolute path, in every command, and says how it
+    was installed (this venv's: from the checkout's folder)."""
+    out = tmp_path / "skills"
+    assert acor(tools, "export", "skill", "hello", "--dir",
+                str(out)).returncode == 0
+    front, body, text = read_skill(out / "hello" / "SKILL.md")
+    assert "pip install acor-cli" not in text
+    assert f"run as {ACOR_SCRIPT} (installed from " in front["compatibility"]
+    assert "to install it so again: pip install " in front["compatibility"]
+    commands = re.findall(r"```sh\n(.*)\n```", body)
+    assert commands and all(shlex.split(c)[0] == ACOR_SCRIPT
+                            for c in commands), commands
+    assert commands[0].startswith(f"{ACOR_SCRIPT} hello [NAME] [--steps N]")
 
 
 def test_an_existing_skill_is_kept_unless_forced(tools, tmp_path):

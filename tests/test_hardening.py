@@ -243,6 +243,9 @@ def test_terminal_injection_acors_own_errors_render_as_tool_errors(
         def close_matches(self, name):
             return ["hello"]
 
+        def skipped_named(self, name):
+            return None
+
     error = unknown_tool("helo\x1b[2J", Registry()).to_event()
 
     def render(console):

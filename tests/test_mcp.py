@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import pid_alive
+from conftest import REPO, pid_alive
 
 pytest.importorskip("mcp", reason="acor mcp needs the extra: "
                                   "pip install 'acor-cli[mcp]'")
@@ -644,7 +644,9 @@ def test_stdout_belongs_to_json_rpc_once_claimed(tmp_path):
 
 
 @pytest.mark.parametrize("missing, says", [
-    ("mcp", "pip install 'acor-cli[mcp]'"),
+    # Not `pip install 'acor-cli[mcp]'` (not published): as acor was
+    # installed, here from the checkout's folder (-e in make dev's venv).
+    ("mcp", f"'{REPO}[mcp]'"),
     ("mcp_types", "needs MCP SDK 2.3 or later")])
 def test_without_the_extra_a_clear_error_and_exit_2(monkeypatch, capsys,
                                                     missing, says):

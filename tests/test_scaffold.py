@@ -3,6 +3,7 @@ an overwrite."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 
@@ -70,7 +71,10 @@ def test_new_creates_a_tool_folder_and_says_what_next(in_project):
     folder = in_project / "tools" / "wc"
     assert sorted(os.listdir(folder)) == ["cli.py", "manifest.json",
                                           "sample.txt", "test_wc.py"]
-    assert "Next:\n  acor check wc\n  pytest tools/wc\n" in output
+    # acor's own interpreter, where its pytest fixture acor_run is.
+    assert ("Next:\n  acor check wc\n  "
+            f"{shlex.join([sys.executable, '-m', 'pytest', 'tools/wc'])}\n"
+            ) in output
 
 
 def test_new_refuses_to_overwrite_anything(in_project):

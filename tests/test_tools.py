@@ -93,8 +93,8 @@ def test_hello_name_and_steps():
     (["--fail"], 1, "Status: Failed", "**Next**: acor hello World\n"),
     (["--ask"], 3, "Input Needed", "acor hello World"),
     (["--ask"], 3, "Input Needed", "**Next**: acor hello World\n"),
-    (["--steps", "0"], 2, "Status: Failed", "**Next**: acor hello --help\n"),
-    (["--steps", "zero"], 2, "Status: Failed", "**Code**: E_USAGE"),
+    (["--steps", "0"], 2, "Status: Failed", "**Next**: acor hello --steps 1\n"),
+    (["--steps", "zero"], 2, "Status: Failed", "**Next**: acor hello --help\n"),
     (["--bogus"], 2, "Status: Failed", "**Code**: E_USAGE"),
 ])
 def test_hello_other_endings(args, code, last, needle):
@@ -546,7 +546,8 @@ def test_hello_says_what_to_run_next_on_every_ending(run_inprocess):
     code, events = run_inprocess(HELLO, "--steps", "0")
     assert code == 2
     error = next(e for e in events if e.type == "error")
-    assert (error.code, error.next) == ("E_USAGE", ["acor", "hello", "--help"])
+    assert (error.code, error.next) == ("E_USAGE",
+                                        ["acor", "hello", "--steps", "1"])
     assert error.details.startswith("usage: acor hello [NAME] [--steps N]")
 
 

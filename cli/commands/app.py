@@ -158,21 +158,38 @@ def _parse_verdict(ending: str | None, after: int) -> int:
 
 
 @cli.command("help")
-@click.argument("topic", required=False)
+@click.argument("topic", nargs=-1, metavar="[COMMAND [SUBCOMMAND]|TOOL]")
 @click.pass_context
 def help_command(ctx, topic):
-    """Show help: acor's with no TOPIC, a built-in command's, or a tool's
-    (as `acor show TOOL`, which runs nothing)."""
+    """Show help: acor's with no TOPIC, a built-in command's (`acor help
+    export openai` as `acor export openai --help`), or a tool's (as `acor
+    show TOOL`, which runs nothing)."""
     root = ctx.find_root()
-    if topic is None:
+    if not topic:
         click.echo(root.get_help())
         return
-    command = cli.get_command(root, topic)
-    if command is not None:
-        with click.Context(command, info_name=topic, parent=root) as sub:
-            click.echo(command.get_help(sub))
+    command = cli.get_command(root, topic[0])
+    if command is None:
+        if len(topic) > 1:
+            raise UsageError(f"acor has no command {topic[0]!r} with "
+                             "subcommands", "A tool's help is `acor help "
+                             "TOOL`, as in the command below.",
+                             next=["acor", "help", topic[0]])
+        ctx.invoke(info.show, tool=topic[0], as_json=False)
         return
-    ctx.invoke(info.show, tool=topic, as_json=False)
+    parent = root
+    for i, word in enumerate(topic):
+        if i:
+            sub_command = command.get_command(parent, word) \
+                if isinstance(command, click.Group) else None
+            if sub_command is None:
+                raise UsageError(
+                    f"`acor {' '.join(topic[:i])}` has no subcommand "
+                    f"{word!r}", "Its help, below, lists its subcommands.",
+                    next=["acor", "help", *topic[:i]])
+            command = sub_command
+        parent = click.Context(command, info_name=word, parent=parent)
+    click.echo(command.get_help(parent))
 
 
 cli.add_command(sessions)
@@ -182,32 +199,63 @@ for _command in (info.list_tools, info.show, info.doctor, info.schema,
     cli.add_command(_command)
 
 
-def run_command(argv, fmt=None, early=None):
-    """Run the click application; every failure is reported in ACOR form.
-    ``early`` holds the signals caught before it (see cli.signals)."""
+def corrected_command(argv, exc) -> list[str] | None:
+    """``acor ARGV`` with the one word click refused replaced by the one
+    it means (an option or a choice close to a known one), or None when
+    that cannot be told: the user's own command, safe to run as is."""
+    import difflib
+    wrong: str | None
+    if isinstance(exc, click.NoSuchOption):
+        wrong, known = exc.option_name, sorted(exc.possibilities or ())
+    elif isinstance(exc, click.BadParameter) and exc.param is not None \
+            and isinstance(exc.param.type, click.Choice):
+        known = [str(c) for c in exc.param.type.choices]
+        wrong = next((w for w in argv if w not in known and
+                      difflib.get_close_matches(w, known, 1, 0.6)), None)
+    else:
+        return None
+    if wrong is None:
+        return None
+    match = difflib.get_close_matches(wrong, known, 1, 0.6)
+    if not match:
+        return None
+    fixed = list(argv)
+    for i, word in enumerate(fixed):
+        name, eq, value = word.partition("=")
+        if word == wrong or (eq and name == wrong):
+            fixed[i] = match[0] + eq + value
+            return ["acor", *fixed]
+    return None
+
+
+def run_command(argv, fmt=None, early=None, out=None):
+    """Run the click application; every failure is reported in ACOR form,
+    on ``out`` (a binary file; None: stdout). ``early`` holds the signals
+    caught before it (see cli.signals)."""
     from acor.cli.discovery.config import ConfigError
     try:
         result = cli.main(args=argv, prog_name="acor", standalone_mode=False,
                           obj={"early": early})
     except LauncherError as exc:
-        return report(exc, fmt)
+        return report(exc, fmt, out=out)
     except ConfigError as exc:
-        return report(config_error(exc), fmt)
+        return report(config_error(exc), fmt, out=out)
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
-        out = None
         if exc.ctx is not None and exc.ctx.command is not cli:
-            hint = f"Run `acor {exc.ctx.command.name} --help` for its usage."
-            next_argv = ["acor", exc.ctx.command.name, "--help"]
-            if exc.ctx.command.name == "mcp":
-                # An MCP client reads stdout as JSON-RPC and keeps stderr
-                # as the server's log: the error belongs in the log.
-                out = sys.stderr.buffer
-                if "extra argument" in exc.format_message():
-                    hint = ("Give --tools its names in one word, comma-"
-                            "separated without spaces (--tools hello,"
-                            "csvprofile), or repeat --tools. " + hint)
+            path = exc.ctx.command_path  # "acor export openai"
+            hint = f"Run `{path} --help` for its usage."
+            next_argv = [*path.split(), "--help"]
+            if exc.ctx.command.name == "mcp" and \
+                    "extra argument" in exc.format_message():
+                hint = ("Give --tools its names in one word, comma-"
+                        "separated without spaces (--tools hello,"
+                        "csvprofile), or repeat --tools. " + hint)
+        fixed = corrected_command(argv, exc)
+        if fixed is not None:
+            hint = "The command below is yours, corrected."
+            next_argv = fixed
         return report(UsageError(exc.format_message(), hint, next=next_argv),
                       fmt, out=out)
     except click.Abort:

@@ -28,7 +28,7 @@ def call_command(ctx, tool, arguments):
     """Run TOOL with arguments given as a JSON object (or - to read it
     from stdin), checked against the tool's argument schema first."""
     from acor.cli.commands.context import command_registry
-    from acor.cli.errors import invalid_manifest, unknown_tool
+    from acor.cli.errors import unknown_tool
     from acor.cli.human.ask import run_and_ask
     from acor.cli.signals import EarlySignals
     obj = ctx.find_root().obj or {}
@@ -47,9 +47,7 @@ def call_command(ctx, tool, arguments):
     registry = command_registry(ctx)
     spec = registry.get(tool)
     if spec is None:
-        skipped = registry.skipped_named(tool)
-        raise invalid_manifest(tool, skipped) if skipped else \
-            unknown_tool(tool, registry, (), ("acor", "call"))
+        raise unknown_tool(tool, registry, (), ("acor", "call"))
     argv = call_argv(spec, values)
     options = {k: obj[k] for k in ("format", "timeout", "idle_timeout",
                                    "config") if obj.get(k) is not None}

@@ -12,7 +12,10 @@
 * ``acor export openai|anthropic [TOOL...]`` prints the function-calling
   tool definitions those APIs take (``parameters`` / ``input_schema``),
   built from the schema ``acor mcp`` serves for the same tool; the host
-  runs a call with ``acor call NAME 'ARGUMENTS'``.
+  runs a call with ``acor call NAME 'ARGUMENTS'``. ``--responses`` gives
+  the Responses API's shape with ``"strict": false``: that API is strict
+  by default, and strict mode would make every optional argument
+  required.
 
 Everything taken from a manifest is data: made printable (no control
 character, escape sequence, bidi control or line break where one line is
@@ -93,8 +96,13 @@ def function_definition(spec, api: str) -> dict[str, Any]:
         return {"name": name, "description": description,
                 "input_schema": schema}
     if api == "openai-responses":
+        # The Responses API makes a function strict unless told otherwise,
+        # and strict mode wants every property required: an optional
+        # argument would be forced. acor's schemas keep optional arguments
+        # optional, so the definition says it is not strict.
         return {"type": "function", "name": name,
-                "description": description, "parameters": schema}
+                "description": description, "parameters": schema,
+                "strict": False}
     return {"type": "function", "function": {
         "name": name, "description": description, "parameters": schema}}
 
@@ -237,19 +245,28 @@ the whole output is in the file named in `## Output Files`.
 """
 
 
-def skill_markdown(spec, name: str, root: str | None = None) -> str:
+def skill_markdown(spec, name: str, root: str | None = None,
+                   launcher: list[str] | None = None) -> str:
     """SKILL.md for the tool ``spec``, as skill ``name``; ``root`` is the
-    project's folder (paths inside it are shown relative to it)."""
-    from acor.cli.package_data import DISTRIBUTION
+    project's folder (paths inside it are shown relative to it);
+    ``launcher`` the command that runs acor (default: the absolute path of
+    this acor, as ``acor mcp --print-config`` writes it: an agent's shell
+    need not have acor's virtualenv on its PATH)."""
+    from acor import __version__
+    from acor.cli.commands.mcp_config import acor_command
+    from acor.cli.package_data import installed_from, install_line
+    launcher = launcher or acor_command()
     tool = spec.name
     what = _sentence(bounded(spec.description, MAX_DESCRIPTION))
     when = f" Use it when a task calls for this: run `acor {tool}`."
     description = _sentence(bounded(spec.description,
                                     MAX_DESCRIPTION - len(when) - 1)) + when
+    how, _ = installed_from()
     compatibility = bounded(
-        f"Needs the acor command (pip install {DISTRIBUTION}) and the "
-        f"project that holds the {tool} tool: run the commands in the "
-        f"project's folder.", MAX_COMPATIBILITY)
+        f"Needs acor {__version__}, run as {shlex.join(launcher)} (installed "
+        f"{how}; to install it so again: {install_line()}), and the project "
+        f"that holds the {tool} tool: run the commands in the project's "
+        "folder.", MAX_COMPATIBILITY)
     lines = ["---", f"name: {name}",
              f"description: {_yaml_string(description)}",
              f"compatibility: {_yaml_string(compatibility)}",
@@ -257,7 +274,10 @@ def skill_markdown(spec, name: str, root: str | None = None) -> str:
              f"  acor-tool-version: {_yaml_string(bounded(spec.version, 64))}",
              "---", "", f"# {tool}", "",
              _paragraph(f"The acor tool `{tool}`, as its manifest "
-                        f"describes it: {what}"), ""]
+                        f"describes it: {what}"), "",
+             _paragraph("`acor` in this skill is "
+                        + _code(bounded(shlex.join(launcher), 500))
+                        + ": the commands below run it by that path."), ""]
     overall = (spec.args_public or {}).get("description")
     if isinstance(overall, str) and overall.strip():
         lines += [_paragraph("Its arguments, as its manifest describes "
@@ -280,7 +300,7 @@ def skill_markdown(spec, name: str, root: str | None = None) -> str:
         lines.append(_item("Its manifest says it reaches outside this "
                            "machine (a network, a service)."))
     lines += ["", "## How to run it", ""]
-    lines += _how_to_run(spec)
+    lines += _how_to_run(spec, launcher)
     examples = _example_commands(spec)
     if examples:
         folder = os.path.dirname(spec.manifest_path)
@@ -295,23 +315,23 @@ def skill_markdown(spec, name: str, root: str | None = None) -> str:
             if code is not None:
                 said += f" (exit code {code})"
             lines += [_paragraph(said + ":"), "",
-                      _fenced(shlex.join(argv)), ""]
+                      _fenced(shlex.join([*launcher, *argv[1:]])), ""]
         lines.pop()
     lines += ["", READING]
     return "\n".join(lines)
 
 
-def _how_to_run(spec) -> list[str]:
+def _how_to_run(spec, launcher: list[str]) -> list[str]:
     tool = spec.name
+    acor = shlex.join(launcher)
     lines: list[str] = []
     schema = spec.args_schema
     if spec.usage:
         usage = shown_text(spec.usage, MAX_USAGE)
-        if not usage.startswith(f"acor {tool}"):
-            usage = f"acor {tool} {usage}"
-        lines += [_fenced(usage), ""]
+        usage = usage.removeprefix(f"acor {tool}").lstrip(" ")
+        lines += [_fenced(f"{acor} {tool} {usage}".rstrip()), ""]
     else:
-        lines += [_fenced(f"acor {tool} [ARGS...]"), ""]
+        lines += [_fenced(f"{acor} {tool} [ARGS...]"), ""]
     if not schema:
         lines.append(_paragraph(
             "Its arguments go after its name, as they are: never through a "
@@ -334,7 +354,7 @@ def _how_to_run(spec) -> list[str]:
     lines += ["", _paragraph(
         "Or give the arguments as one JSON object, checked against the "
         "tool's schema before anything runs (every violation listed, exit "
-        "2):"), "", _fenced(shlex.join(["acor", "call", tool,
+        "2):"), "", _fenced(shlex.join([*launcher, "call", tool,
                                         json.dumps(_call_shape(schema))]))]
     return lines
 
@@ -363,7 +383,7 @@ def _call_shape(schema: dict) -> dict:
 
 def _specs(ctx: click.Context, names: tuple[str, ...], verb: str) -> list:
     from acor.cli.commands.context import command_registry
-    from acor.cli.errors import invalid_manifest, unknown_tool
+    from acor.cli.errors import unknown_tool
     registry = command_registry(ctx)
     if not names:
         return list(registry.tools.values())
@@ -371,9 +391,7 @@ def _specs(ctx: click.Context, names: tuple[str, ...], verb: str) -> list:
     for name in dict.fromkeys(names):
         spec = registry.get(name)
         if spec is None:
-            skipped = registry.skipped_named(name)
-            raise invalid_manifest(name, skipped) if skipped else \
-                unknown_tool(name, registry, (), ("acor", "export", verb))
+            raise unknown_tool(name, registry, (), ("acor", "export", verb))
         specs.append(spec)
     return specs
 
@@ -453,7 +471,8 @@ def _print_definitions(ctx: click.Context, tools: tuple[str, ...],
 @click.option("--responses", is_flag=True,
               help="The Responses API's flat shape instead of Chat "
                    "Completions' {\"type\": \"function\", \"function\": "
-                   "{...}}.")
+                   "{...}}, with \"strict\": false (optional arguments stay "
+                   "optional).")
 @click.pass_context
 def export_openai(ctx: click.Context, tools: tuple[str, ...],
                   responses: bool) -> int:

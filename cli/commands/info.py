@@ -250,8 +250,11 @@ def schema(name):
     try:
         text = schema_text(name)
     except OSError as exc:
+        from acor.cli.package_data import install_line
+        again = install_line().replace(" install ", " install "
+                                       "--force-reinstall ", 1)
         raise LauncherError(f"The {name} schema is missing from this "
-                            f"installation: {exc}", "Reinstall acor: "
-                            "`pip install --force-reinstall acor-cli`.",
+                            f"installation: {exc}", "Reinstall acor as it "
+                            f"was installed: `{again}`.",
                             code="E_INSTALL") from None
     click.echo(text.rstrip())

@@ -448,8 +448,24 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     click.echo("  acor check " + (name if found else
                                   shlex.quote(_shown(target))))
     if not argv:
-        click.echo(f"  pytest {shlex.quote(_shown(target))}")
+        click.echo("  " + _test_command(target))
     return exitcodes.OK
+
+
+def _test_command(target: str) -> str:
+    """How to run the new tool's test: with the pytest of acor's own
+    interpreter, the one its fixture acor_run is registered in (a pytest
+    elsewhere on PATH would not find it). acor does not install pytest:
+    when it is missing there, say so and how to add it."""
+    import sys
+    from importlib.util import find_spec
+    python = sys.executable
+    run = shlex.join([python, "-m", "pytest", _shown(target)])
+    if find_spec("pytest") is not None:
+        return run
+    return (f"(its test needs pytest, which acor does not install: "
+            f"{shlex.join([python, '-m', 'pip', 'install', 'pytest'])}, "
+            f"then {run})")
 
 
 def _write(path: str, text: str) -> None:

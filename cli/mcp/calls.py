@@ -79,6 +79,12 @@ class CallHandler:
         registry = await anyio.to_thread.run_sync(self.catalog.registry)
         spec = self.catalog.get(registry, params.name)
         if spec is None:
+            skipped = registry.skipped_named(params.name)
+            if skipped is not None:  # what every command says of it
+                from acor.cli.errors import invalid_manifest
+                wrong = invalid_manifest(params.name, skipped)
+                raise MCPError(types.INVALID_PARAMS, f"{wrong.reason} "
+                               f"({wrong.code}). {wrong.recovery}")
             raise MCPError(types.INVALID_PARAMS,
                            f"Unknown tool: {params.name!r} (tools/list "
                            "names every tool this server runs)")

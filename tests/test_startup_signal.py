@@ -1,0 +1,80 @@
+"""Ctrl-C while a real ``acor`` process is still starting (issue 31.12).
+
+From the first statement of :mod:`cli.entry` on, a SIGINT is acor's: it
+ends the run Cancelled (exit 130), never with a KeyboardInterrupt
+traceback. Before that statement the interpreter is starting (its
+streams, ``site``, the console script's own import line) under Python's
+default handler, which acor cannot replace: these tests therefore start
+acor as a careful parent would, with SIGINT, SIGTERM and SIGHUP blocked,
+so that a signal sent during the interpreter's start-up waits until acor
+unblocks it (docs/security.md, "Signals at start-up"). Every try is
+asserted, whatever the machine's load: a late signal only lands later in
+acor's life, where it is acor's too.
+"""
+
+import signal
+import subprocess
+
+import pytest
+
+from conftest import ACOR_SCRIPT
+
+HANDLED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+# Sleeps stepping through acor's start-up (about 60 ms here, longer on a
+# loaded machine, where the same sleeps land earlier in it).
+DELAYS = [step * 0.002 for step in range(30)]
+
+
+def start_blocked(project, *args):
+    """``acor ARGS`` started with the handled signals blocked, as a parent
+    that may signal it at once should start it."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, HANDLED)
+    try:
+        return subprocess.Popen([ACOR_SCRIPT, *args], cwd=project.root,
+                                env=project.env, stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+
+
+def interrupt_at(project, delay, *args):
+    import time
+    proc = start_blocked(project, *args)
+    time.sleep(delay)  # where in start-up: any point is a valid try
+    proc.send_signal(signal.SIGINT)
+    # stdin stays open until acor has ended: `acor parse -` would
+    # otherwise end on its own at end of input.
+    try:
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        out, err = proc.communicate()
+    return proc.returncode, out.decode(errors="replace"), \
+        err.decode(errors="replace")
+
+
+@pytest.mark.parametrize("command", [["parse", "-"], ["nap"]],
+                         ids=["built-in command", "tool run"])
+def test_31_12_ctrl_c_at_any_point_of_start_up_ends_cancelled_without_a_traceback(
+        project, command):
+    project.add_wrapped("nap", ["sleep", "60"])
+    for delay in DELAYS:
+        code, out, err = interrupt_at(project, delay, *command)
+        assert "Traceback" not in err, (delay, err)
+        assert "KeyboardInterrupt" not in err, (delay, err)
+        assert code == 130, (delay, code, out, err)
+
+
+def test_31_12_a_signal_ignored_when_acor_starts_stays_ignored(project):
+    """`nohup acor ...`: a SIGHUP the parent ignores is not acor's to
+    act on; the command goes on and ends as it would have."""
+    proc = subprocess.Popen(
+        [ACOR_SCRIPT, "parse", "-"], cwd=project.root, env=project.env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    proc.send_signal(signal.SIGHUP)
+    out, err = proc.communicate(b"## Status: Complete\n", timeout=60)
+    assert proc.returncode == 0, err
+    assert b'"complete"' in out
