@@ -295,3 +295,110 @@ def test_undumpable_takes_effect_only_in_the_server():
         proc.wait()
         if child is not None:
             os.kill(child, 9)
+
+
+# --- a leaked key cannot lower an approval ----------------------------------
+
+class Tamper(httpx2.AsyncBaseTransport):
+    """The client's own HTTP transport, holding the sealing key: every
+    2026-07-28 retry's requestState is unsealed, changed by ``change``
+    (state, params) and resealed, and the client answers for itself."""
+
+    def __init__(self, key, change):
+        from mcp.server.request_state import AESGCMRequestStateCodec
+        self.codec = AESGCMRequestStateCodec([key])
+        self.change = change
+        self.inner = httpx2.AsyncHTTPTransport()
+        self.tampered = []
+
+    async def handle_async_request(self, request):
+        from mcp.server.request_state import (_request_identity,
+                                              compact_json)
+        body = json.loads(request.content or b"null")
+        params = (body or {}).get("params") if isinstance(body, dict) \
+            else None
+        if isinstance(params, dict) and params.get("requestState"):
+            claims = json.loads(self.codec.unseal(params["requestState"]))
+            state = json.loads(claims["s"])
+            self.change(state, params)
+            claims["s"] = json.dumps(state)
+            claims["a"] = _request_identity("tools/call", params)[1]
+            params["requestState"] = self.codec.seal(
+                compact_json(claims).encode())
+            params["inputResponses"] = {state["key"]: {
+                "action": "accept", "content": {"yes": True}}}
+            self.tampered.append(state)
+            content = json.dumps(body).encode()
+            headers = {k: v for k, v in request.headers.items()
+                       if k.lower() != "content-length"}
+            request = httpx2.Request(request.method, request.url,
+                                     headers=headers, content=content)
+        return await self.inner.handle_async_request(request)
+
+
+def _drop_the_page(state, params):
+    state.pop("page", None)
+
+
+def _another_file(state, params):
+    params["arguments"] = {"path": "precious"}
+
+
+def _mint_a_question(state, params):
+    """A state of the client's own making: fresh nonce, no page, the
+    field named as a standard one."""
+    state.update(page=None, nonce="n" * 24, audience="agent",
+                 specs={"yes": {"type": "boolean"}}, human={"yes": True})
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("change", [_drop_the_page, _another_file,
+                                    _mint_a_question],
+                         ids=["drop-the-page", "another-file",
+                              "mint-a-question"])
+async def test_a_client_with_the_key_cannot_approve_a_high_level_request(
+        project, change):
+    """Issue 31's attack: the client holds ACOR_MCP_KEY (here given; before,
+    any tool's environment handed it over), unseals the requestState of a
+    "level": "high" human-only argument, lowers or redirects it, reseals
+    it and answers {"yes": true} itself. Refused, nothing deleted: what an
+    answer needs comes from the manifest, and a page answers only the state
+    it was opened for. In "another-file" a person did approve, on the page,
+    deleting "victim"; the client redirects that approval to "precious"."""
+    from mcp.shared.exceptions import MCPError
+    from mcp_types import ElicitResult
+    from test_human import HIGH, REMOVER
+    project.add_tool("wiper", REMOVER, args=HIGH)
+    for name in ("victim", "precious"):
+        (project.root / name).write_text("keep me")
+    server = Served(project, env={"ACOR_MCP_KEY": KEY})
+    tamper = Tamper(KEY, change)
+    pages = []
+
+    async def a_person_on_the_page(ctx, params):
+        assert getattr(params, "mode", None) == "url"
+        pages.append(params.url)
+        if change is _another_file:  # a person approves "victim" there
+            async with httpx2.AsyncClient() as browser:
+                token = params.url.split("token=", 1)[1]
+                sent = await browser.post(params.url.split("?")[0], data={
+                    "token": token, "f_yes": "true", "action": "approve"})
+                assert sent.status_code == 200
+        return ElicitResult(action="accept")
+    try:
+        async with Client(http_client(server.url, transport=tamper),
+                          mode="auto", elicitation_callback=a_person_on_the_page
+                          ) as client:
+            try:
+                result = await client.call_tool("wiper", {"path": "victim"})
+            except MCPError as exc:
+                refusal = exc.error.message
+            else:
+                refusal = _everything(result)
+                assert result.is_error or "deleted" not in refusal
+        assert tamper.tampered and pages
+        assert (project.root / "victim").exists()
+        assert (project.root / "precious").exists()
+        assert "deleted" not in refusal
+    finally:
+        assert server.stop() == 130

@@ -106,25 +106,41 @@ class CallHandler:
         arguments = dict(params.arguments or {})
         state = _read_state(params.request_state)
         answers = dict(state["answers"]) if state else {}
-        human = dict(state.get("human") or {}) if state else {}
+        # What a person answered goes to one run, from this server's memory
+        # (the page) or this retry's form: never from the state the client
+        # holds, which a client with the key could have written.
+        human: dict = {}
         asked = set(state.get("asked") or ()) if state else set()
         session = state.get("session") if state else None
         rounds = state["round"] if state else 0
         if state is not None:
             self._fresh(state)
-            fields = fields_of(state["specs"], schema)
-            if state.get("page"):
+            # Who may answer is the manifest's word now, not the state's:
+            # a field that is a secret or a high-level approval is taken
+            # from the page this server opened for this very state, or
+            # not at all.
+            fields = fields_of({name: state["specs"].get(name) or {}
+                                for name in state["fields"]}, schema)
+            needs_page = any(f.out_of_band for f in fields)
+            answer = _elicited(params.input_responses, state["key"])
+            if state.get("page") is None and needs_page:
+                raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
+            if state.get("page") is not None:
                 # The client's answer first: a person who declined to open
                 # the page has refused, and nothing waits for the page.
-                answer = _elicited(params.input_responses, state["key"])
                 if answer is None or answer.action != "accept":
                     self.pages.close_id(state["page"])
                     return _declined(spec.name, state, answer)
-                got = await self._page_answer(state["page"])
+                page = self.pages.get(state["page"])
+                if page is None:
+                    return _declined(spec.name, state, None, page=True)
+                if page.binding != _binding(spec.name, arguments, state):
+                    self.pages.close(page)
+                    raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
+                got = await self.pages.wait(page)
                 if got is None:
                     return _declined(spec.name, state, None, page=True)
             else:
-                answer = _elicited(params.input_responses, state["key"])
                 if answer is None or answer.action != "accept":
                     return _declined(spec.name, state, answer)
                 got = _answers(answer, state["fields"])
@@ -182,12 +198,17 @@ class CallHandler:
             if how == "mrtr":  # the client asks, then calls again
                 if out_of_band:
                     page = self.pages.open(lines, fields)
+                    state = {**base_state, "page": page.id,
+                             "key": _key(fields)}
+                    # The page answers this state and these arguments
+                    # alone: a state resealed with anything changed is
+                    # not the one the person was shown.
+                    page.binding = _binding(spec.name, arguments, state)
                     return _input_required_url(
-                        fields, _url_message(lines), page.url,
-                        {**base_state, "page": page.id, "key": _key(fields)})
+                        fields, _url_message(lines), page.url, state)
                 return _input_required(
                     fields, "\n".join(lines), form,
-                    {**base_state, "human": human, "key": _key(fields)})
+                    {**base_state, "key": _key(fields)})
             try:
                 got = await self._ask(ctx, lines, fields, form, out_of_band)
             except MCPError as exc:  # the client could not ask after all
@@ -243,12 +264,6 @@ class CallHandler:
                 "This request was already answered: an answer is for one "
                 "call only. Call the tool again"))
         self._used.add(nonce)
-
-    async def _page_answer(self, page_id):
-        page = self.pages.get(page_id)
-        if page is None:
-            return None
-        return await self.pages.wait(page)
 
     async def _run(self, spec, argv, registry, relay, human=None):
         """Run the tool in a worker thread; a cancelled request stops it.
@@ -352,9 +367,36 @@ def _read_state(request_state: str | None) -> dict | None:
         state = json.loads(request_state)
     except ValueError:
         state = None
-    if not (isinstance(state, dict) and state.get("v") == STATE_VERSION):
+    if not (isinstance(state, dict) and state.get("v") == STATE_VERSION
+            and _is_names(state.get("fields"))
+            and isinstance(state.get("specs"), dict)
+            and isinstance(state.get("answers"), dict)
+            and isinstance(state.get("key"), str)
+            and isinstance(state.get("round"), int)
+            and (state.get("page") is None
+                 or isinstance(state.get("page"), str))):
         raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState")
     return state
+
+
+def _is_names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_NOT_FROM_A_FORM = (
+    "This answer is not taken: the tool's manifest says only a person may "
+    "give it, on the page acor serves (a secret or a high-level approval), "
+    "and this request is not the one that page was opened for. Nothing was "
+    "run. Call the tool again, and have a person answer on its page.")
+
+
+def _binding(tool: str, arguments: dict, state: dict) -> str:
+    """What a page's answer is bound to: the tool, the call's arguments and
+    the whole state minted with the page, as one digest."""
+    import hashlib
+    text = json.dumps([tool, arguments, state], sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _key(fields) -> str:

@@ -39,6 +39,9 @@ class Page:
         self.refused = False
         self.used = False
         self.url = ""
+        # What the answer is for (a 2026-07-28 retry's state, see
+        # acor.cli.mcp.calls): set by the caller that opened the page.
+        self.binding: str | None = None
 
     @property
     def done(self) -> bool:
