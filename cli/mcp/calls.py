@@ -98,7 +98,12 @@ class CallHandler:
             raise protocol_error(failure, f"the call to {spec.name!r}")
         await relay.flush()  # the latest progress goes out before the result
         if isinstance(reply, dict):
-            return types.CallToolResult.model_validate(reply)
+            try:
+                return types.CallToolResult.model_validate(reply)
+            except ValueError as exc:  # pydantic's ValidationError
+                # A block the SDK refuses costs that block, not the result.
+                return types.CallToolResult.model_validate(
+                    results.text_only(reply, exc))
         return reply
 
     async def _call(self, ctx, params, spec, registry, relay):
