@@ -28,6 +28,7 @@ import os
 import secrets
 import time
 from functools import partial
+from typing import NamedTuple
 
 import anyio
 import mcp_types as types
@@ -58,6 +59,38 @@ _ELICIT_KEYS = {"string": ("type", "title", "description", "enum", "default",
                             "minimum", "maximum"),
                 "boolean": ("type", "title", "description", "default")}
 _ELICIT_KEYS["number"] = _ELICIT_KEYS["integer"]
+
+
+# How a question can end without an answer: the client's form declined
+# ("decline") or dismissed ("cancel"), refused on acor's page, or none.
+_ANSWERS = {"decline": "declined", "cancel": "dismissed"}
+
+
+class Unanswered(NamedTuple):
+    """A question that ended without an answer: which way (declined,
+    dismissed, refused, none), and the text that says so and what to do."""
+    answer: str
+    text: str
+
+
+def _unanswered(answer: str) -> Unanswered:
+    if answer == "refused":
+        what = ("The person refused on the page, or nobody answered there "
+                "in time: nothing was approved and the tool was not run "
+                "again.")
+    elif answer == "none":
+        what = ("No answer to the question came with this call; the tool "
+                "was not run again.")
+    else:
+        what = (f"The question was {answer}; the tool was not run again "
+                "and has not finished.")
+    if answer in ("declined", "refused"):
+        what += (" Tell the user, and do not call the tool again to get "
+                 "around it unless they ask you to.")
+    else:
+        what += (" Nobody answered: call the tool again when the user is "
+                 "ready to answer.")
+    return Unanswered(answer, what)
 
 
 class CallHandler:
@@ -218,14 +251,15 @@ class CallHandler:
                 got = await self._ask(ctx, lines, fields, form, out_of_band)
             except MCPError as exc:  # the client could not ask after all
                 return _with_text(reply, _not_asked(exc) + needs())
-            if isinstance(got, str):  # not answered: why
-                return _with_text(reply, got)
+            if isinstance(got, Unanswered):  # not answered: why
+                reply["_meta"]["acor/result"]["answer"] = got.answer
+                return _with_text(reply, got.text)
             _split(got, fields, answers, human)
 
     async def _ask(self, ctx, lines, fields, form, out_of_band
-                   ) -> dict | str:
+                   ) -> dict | Unanswered:
         """Ask the client now (``elicitation/create``): the answers, or
-        the text that says why there are none. Raises the client's
+        how the question ended without them. Raises the client's
         :class:`MCPError` when it answers the request with one."""
         page = self.pages.open(lines, fields) if out_of_band else None
         try:
@@ -244,7 +278,7 @@ class CallHandler:
         if answer.action != "accept":
             if page is not None:
                 self.pages.close(page)
-            return _declined_text(answer.action)
+            return _unanswered(_ANSWERS.get(answer.action, "none"))
         if page is None:
             return _answers(answer, [f.name for f in fields])
         got = await self.pages.wait(page)
@@ -253,7 +287,7 @@ class CallHandler:
                 page.id, related_request_id=ctx.request_id)
         except Exception:  # the notice is a courtesy
             pass
-        return _refused_text() if got is None else got
+        return _unanswered("refused") if got is None else got
 
     def _fresh(self, state: dict) -> None:
         """A retry's state: unexpired, and used once (an answer approves
@@ -517,9 +551,15 @@ def _input_required_url(fields, message, url, state
 
 
 def _declined(tool, state, answer, page=False) -> dict:
-    """A retry whose form was declined, dismissed or not answered."""
-    lines = [_refused_text() if page else
-             _declined_text(answer.action if answer is not None else None),
+    """A retry whose form was declined, dismissed or not answered: not an
+    error (nothing failed, and an error invites the model to correct
+    itself and try again, the wrong lesson from a person's no), and the
+    run's state as the command line says it, ``input_needed`` (exit 3),
+    with ``_meta["acor/result"]["answer"]`` saying which ending it was."""
+    unanswered = _unanswered("refused" if page else
+                             _ANSWERS.get(getattr(answer, "action", None),
+                                          "none"))
+    lines = [unanswered.text,
              f"The tool '{tool}' still needs: {', '.join(state['fields'])}."]
     if state.get("audience") == "human":
         lines.append("Only a person may answer this: do not answer it "
@@ -527,21 +567,8 @@ def _declined(tool, state, answer, page=False) -> dict:
     return {"content": [results.acor_text("input_needed", "\n".join(lines))],
             "isError": False,
             "_meta": {"acor/result": results.unrun_meta(
-                tool, 3, "input_needed", session=state.get("session"))}}
-
-
-def _declined_text(action: str | None) -> str:
-    if action is None:
-        return ("No answer to the question came with this call; the tool was "
-                "not run again.")
-    word = "declined" if action == "decline" else "dismissed"
-    return (f"The question was {word}; the tool was not run again and has "
-            "not finished.")
-
-
-def _refused_text() -> str:
-    return ("The person refused on the page, or did not answer in time: "
-            "nothing was approved and the tool was not run again.")
+                tool, 3, "input_needed", session=state.get("session"),
+                answer=unanswered.answer)}}
 
 
 def _not_asked(exc: MCPError) -> str:
