@@ -402,3 +402,32 @@ async def test_a_client_with_the_key_cannot_approve_a_high_level_request(
         assert "deleted" not in refusal
     finally:
         assert server.stop() == 130
+
+
+def test_no_tool_gets_them_through_acor_run(project):
+    """A test session that holds the token and key in its environment (a
+    CI secret, say) runs tools through `acor_run`, warm and executed: none
+    of them gets either."""
+    _tools(project)
+    (project.root / "test_env.py").write_text(f"""\
+import json
+import pytest
+
+@pytest.mark.parametrize("name", ["envtool", "envprog"])
+def test_env(acor_run, name):
+    result = acor_run(name)
+    assert result.exit_code == 0
+    text = json.dumps([result.data,
+                       [getattr(e, "text", "") for e in result.events]])
+    assert "PATH" in text
+    assert "ACOR_MCP_" not in text
+    assert {TOKEN!r} not in text and {KEY!r} not in text
+""")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-p",
+         "no:cacheprovider", "-p", "no:hypothesispytest", "test_env.py"],
+        cwd=project.root, env={**project.env, "ACOR_MCP_TOKEN": TOKEN,
+                               "ACOR_MCP_KEY": KEY},
+        capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "2 passed" in done.stdout
