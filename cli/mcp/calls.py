@@ -556,9 +556,9 @@ def _declined(tool, state, answer, page=False) -> dict:
     itself and try again, the wrong lesson from a person's no), and the
     run's state as the command line says it, ``input_needed`` (exit 3),
     with ``_meta["acor/result"]["answer"]`` saying which ending it was."""
-    unanswered = _unanswered("refused" if page else
-                             _ANSWERS.get(getattr(answer, "action", None),
-                                          "none"))
+    unanswered = _unanswered(
+        "refused" if page else "none" if answer is None else
+        _ANSWERS.get(answer.action, "none"))
     lines = [unanswered.text,
              f"The tool '{tool}' still needs: {', '.join(state['fields'])}."]
     if state.get("audience") == "human":

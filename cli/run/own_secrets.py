@@ -23,12 +23,12 @@ import os
 
 TOKEN_VAR = "ACOR_MCP_TOKEN"     # the bearer token of acor mcp --http
 KEY_VAR = "ACOR_MCP_KEY"         # the key that seals requestState
-# Every variable that may hold one of acor's secrets (or, in an older acor,
-# carried a server's options to its workers): never in a tool's environment.
-SECRET_VARS = frozenset({TOKEN_VAR, KEY_VAR, "ACOR_MCP_HTTP_OPTIONS"})
+# The server's variables (these, and any later one, or the options an
+# older acor handed its workers) are never a tool's: every name with this
+# prefix is kept out of a tool's environment.
+SECRET_PREFIX = "ACOR_MCP_"
 
 _PR_SET_DUMPABLE = 4
-_PR_GET_DUMPABLE = 3
 
 
 def take(name: str) -> str | None:
@@ -38,19 +38,16 @@ def take(name: str) -> str | None:
 
 
 def take_all() -> dict[str, str]:
-    """Every secret variable this process was given, each removed."""
-    taken = {}
-    for name in SECRET_VARS:
-        value = take(name)
-        if value is not None:
-            taken[name] = value
-    return taken
+    """Every server variable this process was given, each removed."""
+    return {name: value for name in list(os.environ)
+            if name.startswith(SECRET_PREFIX)
+            and (value := take(name)) is not None}
 
 
 def without_secrets(env) -> dict[str, str]:
     """``env`` less every variable that may hold one of acor's secrets."""
     return {key: value for key, value in env.items()
-            if key not in SECRET_VARS}
+            if not key.startswith(SECRET_PREFIX)}
 
 
 def keep_private() -> bool:
