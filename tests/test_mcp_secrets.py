@@ -21,6 +21,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -33,6 +34,7 @@ import httpx2
 from mcp import Client, StdioServerParameters
 
 from acor.cli.sandbox import kernel
+from conftest import Project, base_env
 from test_mcp_http import Served, http_client
 
 TOKEN = "t0ken-for-the-secrets-test-0123456789"
@@ -431,3 +433,55 @@ def test_env(acor_run, name):
         capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 passed" in done.stdout
+
+
+BOXED_RUN = """\
+import sys
+from acor.cli.run.own_secrets import keep_private
+from acor.cli.run.launch import run
+assert keep_private()
+result = run("boxedsh", [], cwd=sys.argv[1])
+print(result.exit_code, result.state, [(e.title, e.details) for e in result.errors])
+"""
+
+
+@pytest.mark.skipif(not BOXABLE, reason=f"no sandbox here: {OFFERS}")
+def test_an_undumpable_server_still_boxes_a_tool_it_forks(tmp_path):
+    """Without the fork server (it could not start), the runner forks a
+    boxed tool from the server itself; that child inherits the server's
+    undumpable state, and an undumpable process cannot map its own user
+    namespace (its /proc/self files are root's), so every box failed for
+    an ordinary user. The child is made dumpable again before it boxes
+    itself. Run as an ordinary user (as root, uid 65534 through setpriv:
+    root maps its namespace whatever it is)."""
+    import tempfile
+    prefix = []
+    root = tempfile.mkdtemp(prefix="acor-box-")
+    try:
+        os.chmod(root, 0o755)
+        project = Project(Path(root) / "proj", base_env(Path(root)))
+        project.env["HOME"] = root
+        project.add_wrapped("boxedsh", ["sh", "-c", "echo ok > out/ok"],
+                            sandbox={"write": ["out"], "network": False})
+        (project.root / "out").mkdir()
+        if os.geteuid() == 0:
+            if shutil.which("setpriv") is None:
+                pytest.skip("running as root, and setpriv (util-linux) is "
+                            "missing to drop to an ordinary user")
+            prefix = ["setpriv", "--reuid=65534", "--regid=65534",
+                      "--clear-groups", "--inh-caps=-all"]
+            for folder, dirs, files in os.walk(root):
+                os.chown(folder, 65534, 65534)
+                for name in files:
+                    os.chown(os.path.join(folder, name), 65534, 65534)
+        done = subprocess.run(
+            [*prefix, sys.executable, "-P", "-c", BOXED_RUN,
+             str(project.root)], cwd=root, env=project.env,
+            capture_output=True, text=True, timeout=120)
+        if "No module named" in done.stderr:
+            pytest.skip("this interpreter cannot load acor as uid 65534")
+        assert done.stdout.split()[:2] == ["0", "complete"], \
+            done.stdout + done.stderr
+        assert (project.root / "out" / "ok").read_text() == "ok\n"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

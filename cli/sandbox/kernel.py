@@ -53,10 +53,12 @@ def _probe() -> dict:
 def _namespaces_work() -> bool:
     # Imported before the fork: the child of a threaded process (acor mcp)
     # must not wait for a lock another thread held (the import lock).
+    from acor.cli.run.own_secrets import dumpable_again
     from acor.cli.sandbox.enter import _no_network
     pid = os.fork()
     if pid == 0:  # the child tries, and says by its exit status
         try:
+            dumpable_again()  # as a boxed tool's fork (run.process)
             _no_network()
             os._exit(0)
         except BaseException:
