@@ -212,13 +212,21 @@ def _reads(pid, as_user, what="environ"):
     return False
 
 
+def _cmdline(pid) -> bytes:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read()
+    except OSError:
+        return b""
+
+
 class _ServedAs(Served):
     """``acor mcp --http --port 0``, as the user ``as_user`` names."""
 
-    def __init__(self, project, as_user, env=None):
+    def __init__(self, project, as_user, *args, env=None):
         self.process = subprocess.Popen(
             [*as_user, sys.executable, "-m", "acor", "mcp", "--http",
-             "--port", "0"],
+             "--port", "0", *args],
             cwd=project.root, env={**project.env, **(env or {})},
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err = []
@@ -233,8 +241,10 @@ class _ServedAs(Served):
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("args", [[], ["--workers", "2"]],
+                         ids=["one-process", "workers"])
 async def test_the_servers_environ_is_closed_to_the_users_other_processes(
-        project):
+        project, args):
     """As an ordinary process of the user (see _as_user): `acor mcp --http`, given its token in the
     environment, drops it from os.environ, but /proc/PID/environ keeps the
     environment a process started with; undumpable, the server's is not
@@ -247,7 +257,8 @@ async def test_the_servers_environ_is_closed_to_the_users_other_processes(
     as_user = _as_user()
     control = subprocess.Popen([*as_user, "sleep", "60"],
                                env={"SECRET": TOKEN})
-    server = _ServedAs(project, as_user, env={"ACOR_MCP_TOKEN": TOKEN})
+    server = _ServedAs(project, as_user, *args,
+                       env={"ACOR_MCP_TOKEN": TOKEN})
     try:
         assert _reads(control.pid, as_user)  # the reader can read
         assert not _reads(server.process.pid, as_user)
@@ -260,11 +271,26 @@ async def test_the_servers_environ_is_closed_to_the_users_other_processes(
         for result in (tool, prog):
             assert not result.is_error, _everything(result)
             _assert_no_secret(_everything(result), TOKEN)
+        # The workers (they have served a call by now) hold the token and
+        # the key too: each closed as the parent is.
+        workers = [pid for pid in subprocess.run(
+            ["pgrep", "-P", str(server.process.pid)], capture_output=True,
+            text=True).stdout.split() if args and
+            # multiprocessing's resource tracker holds no secret
+            b"resource_tracker" not in _cmdline(pid)]
+        assert len(workers) >= 2 or not args
+        for pid in workers:
+            assert not _reads(pid, as_user)
         seen = tool.structured_content
         ancestors = seen["ancestors"]
         server_pid = str(server.process.pid)
         assert server_pid in ancestors  # the tool's chain reaches it
         assert ancestors[server_pid].startswith("unreadable")
+        for pid in workers:
+            if pid in ancestors:
+                assert ancestors[pid].startswith("unreadable")
+        for pid, environ in ancestors.items():
+            _assert_no_secret(environ, TOKEN)
     finally:
         control.kill()
         control.wait()
