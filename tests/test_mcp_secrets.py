@@ -29,7 +29,6 @@ import pytest
 pytest.importorskip("mcp", reason="acor mcp needs the extra: "
                                   "pip install 'acor-cli[mcp]'")
 
-import anyio
 import httpx2
 from mcp import Client, StdioServerParameters
 
@@ -245,13 +244,14 @@ class _ServedAs(Served):
                          ids=["one-process", "workers"])
 async def test_the_servers_environ_is_closed_to_the_users_other_processes(
         project, args):
-    """As an ordinary process of the user (see _as_user): `acor mcp --http`, given its token in the
-    environment, drops it from os.environ, but /proc/PID/environ keeps the
-    environment a process started with; undumpable, the server's is not
-    readable by the user's other processes (nor its memory), while a plain
-    process of the same user, the control, is. The tools it runs, warm
-    (forked from the fork server) and executed, still work, and none reads
-    the token from any ancestor."""
+    """As an ordinary process of the user (see _as_user): `acor mcp
+    --http` (one process, or a parent and its workers), given its token in
+    the environment, drops it from os.environ, but /proc/PID/environ keeps
+    the environment a process started with; undumpable, the server's (and
+    each worker's) is not readable by the user's other processes, nor its
+    memory, while a plain process of the same user, the control, is. The
+    tools it runs, warm (forked from the fork server) and executed, still
+    work, and none reads the token from any ancestor."""
     project.add_tool("envtool", ENV_TOOL, max_output=0)
     project.add_wrapped("envprog", ENV_PROGRAM, max_output=0)
     as_user = _as_user()
@@ -289,7 +289,7 @@ async def test_the_servers_environ_is_closed_to_the_users_other_processes(
         for pid in workers:
             if pid in ancestors:
                 assert ancestors[pid].startswith("unreadable")
-        for pid, environ in ancestors.items():
+        for environ in ancestors.values():
             _assert_no_secret(environ, TOKEN)
     finally:
         control.kill()
@@ -467,7 +467,8 @@ from acor.cli.run.own_secrets import keep_private
 from acor.cli.run.launch import run
 assert keep_private()
 result = run("boxedsh", [], cwd=sys.argv[1])
-print(result.exit_code, result.state, [(e.title, e.details) for e in result.errors])
+print(result.exit_code, result.state,
+      [(e.title, e.details) for e in result.errors])
 """
 
 
@@ -496,7 +497,7 @@ def test_an_undumpable_server_still_boxes_a_tool_it_forks(tmp_path):
                             "missing to drop to an ordinary user")
             prefix = ["setpriv", "--reuid=65534", "--regid=65534",
                       "--clear-groups", "--inh-caps=-all"]
-            for folder, dirs, files in os.walk(root):
+            for folder, _, files in os.walk(root):
                 os.chown(folder, 65534, 65534)
                 for name in files:
                     os.chown(os.path.join(folder, name), 65534, 65534)
