@@ -153,35 +153,13 @@ class CallHandler:
         rounds = state["round"] if state else 0
         if state is not None:
             self._fresh(state)
-            # Who may answer is the manifest's word now, not the state's:
-            # a field that is a secret or a high-level approval is taken
-            # from the page this server opened for this very state, or
-            # not at all.
+            # Who may answer is the manifest's word now, not the state's.
             fields = fields_of({name: state["specs"].get(name) or {}
                                 for name in state["fields"]}, schema)
-            needs_page = any(f.out_of_band for f in fields)
-            answer = _elicited(params.input_responses, state["key"])
-            if state.get("page") is None and needs_page:
-                raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
-            if state.get("page") is not None:
-                # The client's answer first: a person who declined to open
-                # the page has refused, and nothing waits for the page.
-                if answer is None or answer.action != "accept":
-                    self.pages.close_id(state["page"])
-                    return _declined(spec.name, state, answer)
-                page = self.pages.get(state["page"])
-                if page is None:
-                    return _declined(spec.name, state, None, page=True)
-                if page.binding != _binding(spec.name, arguments, state):
-                    self.pages.close(page)
-                    raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
-                got = await self.pages.wait(page)
-                if got is None:
-                    return _declined(spec.name, state, None, page=True)
-            else:
-                if answer is None or answer.action != "accept":
-                    return _declined(spec.name, state, answer)
-                got = _answers(answer, state["fields"])
+            got, unanswered = await self._answers_to(state, params, spec,
+                                                     arguments, fields)
+            if unanswered is not None:  # the result that says so
+                return unanswered
             _split(got, fields, answers, human)
         while True:
             try:
@@ -255,6 +233,36 @@ class CallHandler:
                 reply["_meta"]["acor/result"]["answer"] = got.answer
                 return _with_text(reply, got.text)
             _split(got, fields, answers, human)
+
+    async def _answers_to(self, state, params, spec, arguments, fields
+                          ) -> tuple[dict, dict | None]:
+        """A retry's answers ({name: value}, None), or ({}, the result of
+        a question not answered). A field that is a secret or a
+        high-level approval (in the manifest, now) is taken from the page
+        this server opened for this very state, or not at all."""
+        answer = _elicited(params.input_responses, state["key"])
+        if state.get("page") is None:
+            if any(f.out_of_band for f in fields):
+                raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
+            if answer is None or answer.action != "accept":
+                return {}, _declined(spec.name, state, answer)
+            return _answers(answer, state["fields"]), None
+        page = self.pages.get(state["page"])
+        if page is not None and page.binding != _binding(spec.name,
+                                                          arguments, state):
+            # Not the state this page was opened for: refused, and the
+            # page left to the call it belongs to.
+            raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
+        # The client's answer first: a person who declined to open the
+        # page has refused, and nothing waits for the page.
+        if answer is None or answer.action != "accept":
+            if page is not None:
+                self.pages.close(page)
+            return {}, _declined(spec.name, state, answer)
+        got = None if page is None else await self.pages.wait(page)
+        if got is None:
+            return {}, _declined(spec.name, state, None, page=True)
+        return got, None
 
     async def _ask(self, ctx, lines, fields, form, out_of_band
                    ) -> dict | Unanswered:

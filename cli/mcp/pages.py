@@ -81,12 +81,6 @@ class Pages:
         with self._lock:
             return self._pages.get(page_id)
 
-    def close_id(self, page_id: object) -> None:
-        """Close the page ``page_id`` names, if it is open."""
-        page = self.get(page_id) if isinstance(page_id, str) else None
-        if page is not None:
-            self.close(page)
-
     def close(self, page: Page) -> None:
         with self._lock:
             self._pages.pop(page.id, None)
