@@ -12,6 +12,7 @@ from acor.events import Error
 
 from acor.cli.commands.mcp_config import CLIENTS
 from acor.cli.mcp.server import fail, parse_options, serve
+from acor.cli.run import own_secrets
 
 
 @click.command("mcp")
@@ -66,6 +67,13 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
     arguments, progress, input requests and cancellation. Needs the extra:
     pip install 'acor-cli[mcp]'. `acor mcp --print-config claude`, run in
     the project, writes the client's config."""
+    # The token and the key are read once, here, and held in memory only:
+    # gone from the environment every tool, worker and fork server
+    # inherits, and this process closed to the user's other processes
+    # (its /proc/PID/environ still holds what it started with).
+    own_secrets.keep_private()
+    secrets = own_secrets.take_all()
+    key = secrets.get(own_secrets.KEY_VAR)
     http_only = {"--host": host, "--port": port, "--token-file": token_file,
                  "--allow-host": allow_hosts or None,
                  "--allow-origin": allow_origins or None,
@@ -87,7 +95,8 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
             options = parse_http_options(
                 host=host, port=port, token_file=token_file,
                 allow_hosts=allow_hosts, allow_origins=allow_origins,
-                stateless=stateless, workers=workers)
+                stateless=stateless, workers=workers, environ=secrets)
+            options.key = key
     except ValueError as exc:
         return fail(Error(str(exc), "E_USAGE", None,
                            "Run `acor mcp --help` for the options."))
@@ -110,4 +119,4 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
         options.timeout = seconds
         options.config_path = config
         return serve_http(options)
-    return serve(only, seconds, config)
+    return serve(only, seconds, config, key)

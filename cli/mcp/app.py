@@ -38,11 +38,12 @@ STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
 
 def build_server(catalog, run=None, *, timeout: float | None = None,
-                 warm=None) -> Server:
+                 warm=None, key: str | None = None) -> Server:
     """The server for ``catalog`` (a :class:`cli.mcp_tools.Catalog`).
     ``run`` defaults to the runner's, with ``warm`` (a
     :class:`acor.cli.run.warm.WarmStarter`) starting Python tools; tests
-    pass their own."""
+    pass their own. ``key``: ``ACOR_MCP_KEY`` as the server took it (None:
+    a key of this process's own)."""
     if run is None:
         from functools import partial
 
@@ -74,7 +75,7 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
     # ACOR_MCP_KEY's, shared by replicas) and comes back verified and bound
     # to the same tool and arguments.
     server.middleware.append(RequestStateBoundary(
-        request_state_security(), default_audience=server.name))
+        request_state_security(key), default_audience=server.name))
     return server
 
 

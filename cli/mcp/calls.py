@@ -28,6 +28,7 @@ import os
 import secrets
 import time
 from functools import partial
+from typing import NamedTuple
 
 import anyio
 import mcp_types as types
@@ -58,6 +59,38 @@ _ELICIT_KEYS = {"string": ("type", "title", "description", "enum", "default",
                             "minimum", "maximum"),
                 "boolean": ("type", "title", "description", "default")}
 _ELICIT_KEYS["number"] = _ELICIT_KEYS["integer"]
+
+
+# How a question can end without an answer: the client's form declined
+# ("decline") or dismissed ("cancel"), refused on acor's page, or none.
+_ANSWERS = {"decline": "declined", "cancel": "dismissed"}
+
+
+class Unanswered(NamedTuple):
+    """A question that ended without an answer: which way (declined,
+    dismissed, refused, none), and the text that says so and what to do."""
+    answer: str
+    text: str
+
+
+def _unanswered(answer: str) -> Unanswered:
+    if answer == "refused":
+        what = ("The person refused on the page, or nobody answered there "
+                "in time: nothing was approved and the tool was not run "
+                "again.")
+    elif answer == "none":
+        what = ("No answer to the question came with this call; the tool "
+                "was not run again.")
+    else:
+        what = (f"The question was {answer}; the tool was not run again "
+                "and has not finished.")
+    if answer in ("declined", "refused"):
+        what += (" Tell the user, and do not call the tool again to get "
+                 "around it unless they ask you to.")
+    else:
+        what += (" Nobody answered: call the tool again when the user is "
+                 "ready to answer.")
+    return Unanswered(answer, what)
 
 
 class CallHandler:
@@ -104,7 +137,12 @@ class CallHandler:
             raise protocol_error(failure, f"the call to {spec.name!r}")
         await relay.flush()  # the latest progress goes out before the result
         if isinstance(reply, dict):
-            return types.CallToolResult.model_validate(reply)
+            try:
+                return types.CallToolResult.model_validate(reply)
+            except ValueError as exc:  # pydantic's ValidationError
+                # A block the SDK refuses costs that block, not the result.
+                return types.CallToolResult.model_validate(
+                    results.text_only(reply, exc))
         return reply
 
     async def _call(self, ctx, params, spec, registry, relay):
@@ -112,28 +150,22 @@ class CallHandler:
         arguments = dict(params.arguments or {})
         state = _read_state(params.request_state)
         answers = dict(state["answers"]) if state else {}
-        human = dict(state.get("human") or {}) if state else {}
+        # What a person answered goes to one run, from this server's memory
+        # (the page) or this retry's form: never from the state the client
+        # holds, which a client with the key could have written.
+        human: dict = {}
         asked = set(state.get("asked") or ()) if state else set()
         session = state.get("session") if state else None
         rounds = state["round"] if state else 0
         if state is not None:
             self._fresh(state)
-            fields = fields_of(state["specs"], schema)
-            if state.get("page"):
-                # The client's answer first: a person who declined to open
-                # the page has refused, and nothing waits for the page.
-                answer = _elicited(params.input_responses, state["key"])
-                if answer is None or answer.action != "accept":
-                    self.pages.close_id(state["page"])
-                    return _declined(spec.name, state, answer)
-                got = await self._page_answer(state["page"])
-                if got is None:
-                    return _declined(spec.name, state, None, page=True)
-            else:
-                answer = _elicited(params.input_responses, state["key"])
-                if answer is None or answer.action != "accept":
-                    return _declined(spec.name, state, answer)
-                got = _answers(answer, state["fields"])
+            # Who may answer is the manifest's word now, not the state's.
+            fields = fields_of({name: state["specs"].get(name) or {}
+                                for name in state["fields"]}, schema)
+            got, unanswered = await self._answers_to(state, params, spec,
+                                                     arguments, fields)
+            if unanswered is not None:  # the result that says so
+                return unanswered
             _split(got, fields, answers, human)
         while True:
             try:
@@ -188,24 +220,60 @@ class CallHandler:
             if how == "mrtr":  # the client asks, then calls again
                 if out_of_band:
                     page = self.pages.open(lines, fields)
+                    state = {**base_state, "page": page.id,
+                             "key": _key(fields)}
+                    # The page answers this state and these arguments
+                    # alone: a state resealed with anything changed is
+                    # not the one the person was shown.
+                    page.binding = _binding(spec.name, arguments, state)
                     return _input_required_url(
-                        fields, _url_message(lines), page.url,
-                        {**base_state, "page": page.id, "key": _key(fields)})
+                        fields, _url_message(lines), page.url, state)
                 return _input_required(
                     fields, "\n".join(lines), form,
-                    {**base_state, "human": human, "key": _key(fields)})
+                    {**base_state, "key": _key(fields)})
             try:
                 got = await self._ask(ctx, lines, fields, form, out_of_band)
             except MCPError as exc:  # the client could not ask after all
                 return _with_text(reply, _not_asked(exc) + needs())
-            if isinstance(got, str):  # not answered: why
-                return _with_text(reply, got)
+            if isinstance(got, Unanswered):  # not answered: why
+                reply["_meta"]["acor/result"]["answer"] = got.answer
+                return _with_text(reply, got.text)
             _split(got, fields, answers, human)
 
+    async def _answers_to(self, state, params, spec, arguments, fields
+                          ) -> tuple[dict, dict | None]:
+        """A retry's answers ({name: value}, None), or ({}, the result of
+        a question not answered). A field that is a secret or a
+        high-level approval (in the manifest, now) is taken from the page
+        this server opened for this very state, or not at all."""
+        answer = _elicited(params.input_responses, state["key"])
+        if state.get("page") is None:
+            if any(f.out_of_band for f in fields):
+                raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
+            if answer is None or answer.action != "accept":
+                return {}, _declined(spec.name, state, answer)
+            return _answers(answer, state["fields"]), None
+        page = self.pages.get(state["page"])
+        if page is not None and page.binding != _binding(spec.name,
+                                                          arguments, state):
+            # Not the state this page was opened for: refused, and the
+            # page left to the call it belongs to.
+            raise MCPError(types.INVALID_PARAMS, _NOT_FROM_A_FORM)
+        # The client's answer first: a person who declined to open the
+        # page has refused, and nothing waits for the page.
+        if answer is None or answer.action != "accept":
+            if page is not None:
+                self.pages.close(page)
+            return {}, _declined(spec.name, state, answer)
+        got = None if page is None else await self.pages.wait(page)
+        if got is None:
+            return {}, _declined(spec.name, state, None, page=True)
+        return got, None
+
     async def _ask(self, ctx, lines, fields, form, out_of_band
-                   ) -> dict | str:
+                   ) -> dict | Unanswered:
         """Ask the client now (``elicitation/create``): the answers, or
-        the text that says why there are none. Raises the client's
+        how the question ended without them. Raises the client's
         :class:`MCPError` when it answers the request with one."""
         page = self.pages.open(lines, fields) if out_of_band else None
         try:
@@ -224,7 +292,7 @@ class CallHandler:
         if answer.action != "accept":
             if page is not None:
                 self.pages.close(page)
-            return _declined_text(answer.action)
+            return _unanswered(_ANSWERS.get(answer.action, "none"))
         if page is None:
             return _answers(answer, [f.name for f in fields])
         got = await self.pages.wait(page)
@@ -233,7 +301,7 @@ class CallHandler:
                 page.id, related_request_id=ctx.request_id)
         except Exception:  # the notice is a courtesy
             pass
-        return _refused_text() if got is None else got
+        return _unanswered("refused") if got is None else got
 
     def _fresh(self, state: dict) -> None:
         """A retry's state: unexpired, and used once (an answer approves
@@ -249,12 +317,6 @@ class CallHandler:
                 "This request was already answered: an answer is for one "
                 "call only. Call the tool again"))
         self._used.add(nonce)
-
-    async def _page_answer(self, page_id):
-        page = self.pages.get(page_id)
-        if page is None:
-            return None
-        return await self.pages.wait(page)
 
     async def _run(self, spec, argv, registry, relay, human=None):
         """Run the tool in a worker thread; a cancelled request stops it.
@@ -358,9 +420,36 @@ def _read_state(request_state: str | None) -> dict | None:
         state = json.loads(request_state)
     except ValueError:
         state = None
-    if not (isinstance(state, dict) and state.get("v") == STATE_VERSION):
+    if not (isinstance(state, dict) and state.get("v") == STATE_VERSION
+            and _is_names(state.get("fields"))
+            and isinstance(state.get("specs"), dict)
+            and isinstance(state.get("answers"), dict)
+            and isinstance(state.get("key"), str)
+            and isinstance(state.get("round"), int)
+            and (state.get("page") is None
+                 or isinstance(state.get("page"), str))):
         raise MCPError(types.INVALID_PARAMS, "Invalid or expired requestState")
     return state
+
+
+def _is_names(value) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+_NOT_FROM_A_FORM = (
+    "This answer is not taken: the tool's manifest says only a person may "
+    "give it, on the page acor serves (a secret or a high-level approval), "
+    "and this request is not the one that page was opened for. Nothing was "
+    "run. Call the tool again, and have a person answer on its page.")
+
+
+def _binding(tool: str, arguments: dict, state: dict) -> str:
+    """What a page's answer is bound to: the tool, the call's arguments and
+    the whole state minted with the page, as one digest."""
+    import hashlib
+    text = json.dumps([tool, arguments, state], sort_keys=True,
+                      separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _key(fields) -> str:
@@ -476,9 +565,15 @@ def _input_required_url(fields, message, url, state
 
 
 def _declined(tool, state, answer, page=False) -> dict:
-    """A retry whose form was declined, dismissed or not answered."""
-    lines = [_refused_text() if page else
-             _declined_text(answer.action if answer is not None else None),
+    """A retry whose form was declined, dismissed or not answered: not an
+    error (nothing failed, and an error invites the model to correct
+    itself and try again, the wrong lesson from a person's no), and the
+    run's state as the command line says it, ``input_needed`` (exit 3),
+    with ``_meta["acor/result"]["answer"]`` saying which ending it was."""
+    unanswered = _unanswered(
+        "refused" if page else "none" if answer is None else
+        _ANSWERS.get(answer.action, "none"))
+    lines = [unanswered.text,
              f"The tool '{tool}' still needs: {', '.join(state['fields'])}."]
     if state.get("audience") == "human":
         lines.append("Only a person may answer this: do not answer it "
@@ -486,21 +581,8 @@ def _declined(tool, state, answer, page=False) -> dict:
     return {"content": [results.acor_text("input_needed", "\n".join(lines))],
             "isError": False,
             "_meta": {"acor/result": results.unrun_meta(
-                tool, 3, "input_needed", session=state.get("session"))}}
-
-
-def _declined_text(action: str | None) -> str:
-    if action is None:
-        return ("No answer to the question came with this call; the tool was "
-                "not run again.")
-    word = "declined" if action == "decline" else "dismissed"
-    return (f"The question was {word}; the tool was not run again and has "
-            "not finished.")
-
-
-def _refused_text() -> str:
-    return ("The person refused on the page, or did not answer in time: "
-            "nothing was approved and the tool was not run again.")
+                tool, 3, "input_needed", session=state.get("session"),
+                answer=unanswered.answer)}}
 
 
 def _not_asked(exc: MCPError) -> str:

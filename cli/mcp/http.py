@@ -24,7 +24,10 @@ TLS belongs to a reverse proxy in front (docs/mcp.md shows one).
 Scale-out: ``--workers N`` runs N uvicorn workers on one socket; replicas
 behind a load balancer share ``ACOR_MCP_KEY`` (:mod:`acor.cli.mcp.keys`).
 With several workers the pre-2026 protocol is served stateless (no
-session to pin to one worker), as ``--stateless`` asks for.
+session to pin to one worker), as ``--stateless`` asks for. A worker gets
+the options, the token and the key in the pickled start-up message
+uvicorn's supervisor writes on the pipe a spawned worker reads once (see
+:class:`WorkerApp`), never in its environment or its argv.
 
 This module imports only the standard library at the top: the options are
 checked, and errors reported, before the SDK is imported.
@@ -35,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
-import json
 import os
 import signal
 import socket
@@ -44,8 +46,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-TOKEN_ENV = "ACOR_MCP_TOKEN"
-OPTIONS_ENV = "ACOR_MCP_HTTP_OPTIONS"  # the parent's options, for workers
+from acor.cli.run.own_secrets import TOKEN_VAR as TOKEN_ENV, keep_private
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 PATH = "/mcp"
@@ -59,11 +61,12 @@ _LOOPBACK_NAMES = ("localhost", "ip6-localhost", "ip6-loopback")
 @dataclass
 class HttpOptions:
     """What ``acor mcp --http`` was asked for, checked. Plain data, so the
-    parent can hand it to its workers through the environment."""
+    parent can hand it to its workers (:class:`WorkerApp`)."""
 
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
     token: str | None = field(default=None, repr=False)
+    key: str | None = field(default=None, repr=False)  # ACOR_MCP_KEY
     allow_hosts: list[str] = field(default_factory=list)
     allow_origins: list[str] = field(default_factory=list)
     stateless: bool = False
@@ -256,7 +259,8 @@ def make_app(options: HttpOptions, ready=None):
     catalog = Catalog(lambda: load_registry(config_path=options.config_path),
                       only)
     warm = WarmStarter()
-    server = build_server(catalog, timeout=options.timeout, warm=warm)
+    server = build_server(catalog, timeout=options.timeout, warm=warm,
+                          key=options.key)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts(options),
@@ -347,12 +351,25 @@ def _stop_requests_on_signal(requests: _InFlight):
             signal.signal(sig, handler)
 
 
-def app_from_env():
-    """uvicorn's factory in each worker: the parent's options, from the
-    environment (the token and key travel the same way)."""
-    data = json.loads(os.environ[OPTIONS_ENV])
-    data["token"] = os.environ.get(TOKEN_ENV) or None
-    return make_app(HttpOptions(**data))
+class WorkerApp:
+    """uvicorn's app factory for ``--workers``: pickled by the supervisor
+    into the start-up message a spawned worker reads from its pipe, so the
+    options, the token and the key reach the worker in that message alone
+    (not its environment, not its argv). Unpickling it first makes the
+    worker undumpable, as its parent is, before the secrets are kept."""
+
+    def __init__(self, options: HttpOptions) -> None:
+        self.options = options
+
+    def __getstate__(self) -> dict:
+        return asdict(self.options)
+
+    def __setstate__(self, state: dict) -> None:
+        keep_private()
+        self.options = HttpOptions(**state)
+
+    def __call__(self):
+        return make_app(self.options)
 
 
 def bind(options: HttpOptions) -> socket.socket:
@@ -382,21 +399,21 @@ def serve_http(options: HttpOptions) -> int:
     from acor.events import Error
 
     from acor.cli.discovery.registry import load_registry
-    from acor.cli.mcp.keys import ENV as KEY_ENV
     from acor.cli.mcp.server import fail, sdk_problem, start_problem
     from acor.cli.mcp.tools import Catalog
     problem = sdk_problem()
     if problem is None:
         only = set(options.only) if options.only is not None else None
         problem = start_problem(Catalog(
-            lambda: load_registry(config_path=options.config_path), only))
+            lambda: load_registry(config_path=options.config_path), only),
+            options.key)
     if problem is not None:
         return fail(problem)
-    if options.workers > 1 and not os.environ.get(KEY_ENV, "").strip():
+    if options.workers > 1 and not (options.key or "").strip():
         # Workers share one socket, so a retry may reach another worker:
         # they must share the key that seals requestState.
         import secrets
-        os.environ[KEY_ENV] = secrets.token_hex(32)
+        options.key = secrets.token_hex(32)
     try:
         sock = bind(options)
     except OSError as exc:
@@ -474,18 +491,14 @@ def _serve_one(options: HttpOptions, config_args: dict[str, Any],
 def _serve_workers(options: HttpOptions, config_args: dict[str, Any],
                    sock: socket.socket) -> int:
     """uvicorn's own supervisor: workers on the one socket, each building
-    the app from the environment; it returns once a signal stopped them."""
+    the app from what :class:`WorkerApp` carried to it; it returns once a
+    signal stopped them."""
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     from acor import exitcodes
-    env = asdict(options)
-    env.pop("token")
-    os.environ[OPTIONS_ENV] = json.dumps(env)
-    if options.token is not None:
-        os.environ[TOKEN_ENV] = options.token
     sock.set_inheritable(True)
-    config = uvicorn.Config("acor.cli.mcp.http:app_from_env", factory=True,
+    config = uvicorn.Config(WorkerApp(options), factory=True,
                             workers=options.workers, fd=sock.fileno(),
                             **config_args)
     Multiprocess(config, sockets=[sock]).run()

@@ -12,11 +12,13 @@ that lands on another replica is refused as "Invalid or expired".
 by commas for rotation: the first seals, every one unseals. Standard
 library only: checked before the SDK is imported, so a bad key is a clear
 error at start, never a failure at the first retry.
+
+The server takes the variable once, at start, and removes it from its
+environment (:mod:`acor.cli.run.own_secrets`): the key is then held in the
+server's memory only, never passed to a tool or a worker's environment.
 """
 
-import os
-
-ENV = "ACOR_MCP_KEY"
+from acor.cli.run.own_secrets import KEY_VAR as ENV
 MIN_BYTES = 32
 MAKE_ONE = "python3 -c 'import secrets; print(secrets.token_hex(32))'"
 
@@ -25,11 +27,11 @@ class KeyProblem(ValueError):
     """ACOR_MCP_KEY is set but unusable; the message says why and how."""
 
 
-def shared_keys(environ=None) -> list[str] | None:
-    """The key ring from ``ACOR_MCP_KEY`` (first seals), or None when it is
-    unset or blank: this process then uses a key of its own."""
-    value = (os.environ if environ is None else environ).get(ENV, "")
-    if not value.strip():
+def shared_keys(value: str | None) -> list[str] | None:
+    """The key ring from ``value``, ``ACOR_MCP_KEY`` as the server took it
+    (first seals), or None when it is unset or blank: this process then
+    uses a key of its own."""
+    if value is None or not value.strip():
         return None
     keys = [part.strip() for part in value.split(",")]
     for index, key in enumerate(keys):
@@ -47,10 +49,11 @@ def shared_keys(environ=None) -> list[str] | None:
     return keys
 
 
-def request_state_security():
-    """The SDK's RequestStateSecurity for this process (imports the SDK)."""
+def request_state_security(value: str | None = None):
+    """The SDK's RequestStateSecurity for this process, under ``value``'s
+    keys or, without one, a key of its own (imports the SDK)."""
     from mcp.server.request_state import RequestStateSecurity
-    keys = shared_keys()
+    keys = shared_keys(value)
     if keys is None:
         return RequestStateSecurity.ephemeral()
     return RequestStateSecurity(keys=keys)

@@ -39,6 +39,9 @@ class Page:
         self.refused = False
         self.used = False
         self.url = ""
+        # What the answer is for (a 2026-07-28 retry's state, see
+        # acor.cli.mcp.calls): set by the caller that opened the page.
+        self.binding: str | None = None
 
     @property
     def done(self) -> bool:
@@ -77,12 +80,6 @@ class Pages:
     def get(self, page_id: str) -> Page | None:
         with self._lock:
             return self._pages.get(page_id)
-
-    def close_id(self, page_id: object) -> None:
-        """Close the page ``page_id`` names, if it is open."""
-        page = self.get(page_id) if isinstance(page_id, str) else None
-        if page is not None:
-            self.close(page)
 
     def close(self, page: Page) -> None:
         with self._lock:

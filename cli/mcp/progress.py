@@ -9,7 +9,10 @@ notification, and sends at most one ``notifications/progress`` per
 notification, so a value that would not (a heartbeat, a tool going back to
 0 for a second run, a repeated percent) is nudged just above the last one.
 The latest value is never lost: :meth:`ProgressRelay.flush` sends what is
-left before the call's result.
+left before the call's result. Every notification has a message: the
+tool's latest, which a heartbeat repeats, or :data:`STILL_WORKING` when a
+heartbeat comes before any progress message (a client shows the message,
+and an empty one reads as nothing happening).
 """
 
 import threading
@@ -24,6 +27,7 @@ INTERVAL = 0.1   # seconds between notifications: at most ~10 a second
 TOTAL = 100.0    # progress is a percentage
 NUDGE = 0.01     # how far a non-increasing value is moved above the last
 _BEAT = object()  # a heartbeat: no new percent, still alive
+STILL_WORKING = "still working"  # a heartbeat's message before any other
 
 Send = Callable[[float, float | None, str | None], Awaitable[None]]
 
@@ -100,7 +104,8 @@ class ProgressRelay:
         # cancels the pump, and a cancel in the middle of this send lost
         # the run's last progress (2 calls in 240, under load).
         with anyio.CancelScope(shield=True):
-            await self._send(value, TOTAL, self._message)
+            await self._send(value, TOTAL, self._message or (
+                STILL_WORKING if percent is _BEAT else None))
         return True
 
     def _next_value(self, percent) -> float:

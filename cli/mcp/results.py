@@ -37,7 +37,7 @@ from acor.cli.output.budget import Note
 
 from acor.cli.mcp.nextcall import NextCall, next_text
 from acor.cli.mcp.versions import MODERN_VERSIONS
-from acor.cli.textsafe import strip_terminal
+from acor.cli.textsafe import printable, strip_terminal
 
 
 def call_result(result, *, protocol_version: str, cwd: str,
@@ -57,7 +57,31 @@ def call_result(result, *, protocol_version: str, cwd: str,
     if data:
         wire["structuredContent"] = structured(data[-1].data,
                                                protocol_version)
-    return wire
+    return utf8_safe(wire)
+
+
+def utf8_safe(value):
+    """``value`` with every lone surrogate (a JSON ``\\ud800`` escape in a
+    tool's Output Data decodes to one) as U+FFFD: the wire is UTF-8, and
+    one such character made the SDK fail the whole result. Walked only
+    when there is one."""
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
+    except UnicodeEncodeError:
+        return _replace_surrogates(value)
+
+
+def _replace_surrogates(value):
+    if isinstance(value, str):
+        return value.encode("utf-8", "surrogatepass").decode("utf-8",
+                                                              "replace")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v)
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(item) for item in value]
+    return value
 
 
 def result_meta(result) -> dict:
@@ -72,6 +96,22 @@ def unrun_meta(tool: str, exit_code: int, state: str, error_code=None,
     as a run's."""
     return {**Result(exit_code, state, error_code, tool=tool,
                      session=session).to_dict(), **more}
+
+
+def text_only(reply: dict, exc: Exception) -> dict:
+    """``reply`` (a result the SDK refused as invalid) with its text blocks
+    alone, and one saying what was left out and why."""
+    kept = [block for block in reply.get("content", [])
+            if isinstance(block, dict) and block.get("type") == "text"
+            and isinstance(block.get("text"), str)]
+    left = len(reply.get("content", [])) - len(kept)
+    kept.append(acor_text("odd", (
+        f"{left} block(s) of this result and its structured content were "
+        "left out: the MCP SDK refused them "
+        f"({printable(str(exc).splitlines()[0] if str(exc) else '')[:300]})"
+        ". The run's outcome is in _meta.")))
+    return {"content": kept, "isError": bool(reply.get("isError")),
+            "_meta": reply.get("_meta") or {}}
 
 
 def structured(data, protocol_version: str):
@@ -153,8 +193,33 @@ def content_blocks(result, cwd: str,
     content = _Content(cwd, protocol_version, next_call)
     blocks = []
     for event in _text_joined(result.events):
-        blocks.extend(content.handle(event))
+        try:
+            blocks.extend(content.handle(event))
+        except Exception as exc:
+            # Whatever a section holds, the run's outcome reaches the
+            # client: a section acor cannot turn into content is shown as
+            # data, never a protocol error in place of the result.
+            blocks.append(odd_block(event, exc))
     return blocks
+
+
+ODD_LIMIT = 2000  # characters of an odd section shown
+
+
+def odd_block(event: Event, exc: Exception) -> dict:
+    """A section acor could not turn into MCP content, as one labelled
+    block of escaped, bounded text saying so."""
+    try:
+        shown = json.dumps(event.to_dict(), ensure_ascii=True, default=repr)
+    except Exception:  # a value json cannot even repr: its type suffices
+        shown = type(event).__name__
+    if len(shown) > ODD_LIMIT:
+        shown = shown[:ODD_LIMIT] + f"... ({len(shown) - ODD_LIMIT} " \
+            "more characters)"
+    return acor_text("odd", (
+        f"A {printable(getattr(event, 'type', '?'))} section acor could not "
+        f"show as MCP content ({type(exc).__name__}: "
+        f"{printable(str(exc))[:200]}); here it is as data: {shown}"))
 
 
 def _text_joined(events: list[Event]) -> list[Event]:
@@ -245,16 +310,20 @@ def files_blocks(event: OutputFiles, cwd: str,
     blocks = []
     links = protocol_version >= RESOURCE_LINK_SINCE
     for entry in event.files:
-        path = os.path.join(cwd, entry.get("path", ""))
+        given = entry.get("path")
+        path = os.path.join(cwd, given if isinstance(given, str) else "")
         description = entry.get("description") or None
         kind = entry.get("kind", "file")
-        if kind == "missing":
+        uri = None if kind == "missing" else _file_uri(path)
+        if uri is None:
+            what = "missing" if kind == "missing" else \
+                "with a path no file can have"
             blocks.append(acor_text(
-                "file", f"Output file missing: {entry.get('path')}"
+                "file", f"Output file {what}: {printable(str(given))}"
                 + (f" ({description})" if description else "")))
             continue
         link: dict[str, Any] = {
-            "type": "resource_link", "uri": Path(path).resolve().as_uri(),
+            "type": "resource_link", "uri": uri,
             "name": os.path.basename(os.path.normpath(path)) or path}
         if description:
             link["description"] = description
@@ -272,6 +341,15 @@ def files_blocks(event: OutputFiles, cwd: str,
             link.setdefault("_meta", {})["acor/truncated"] = True
         blocks.append(link if links else acor_text("file", _link_text(link)))
     return blocks
+
+
+def _file_uri(path: str) -> str | None:
+    """The ``file://`` URI of ``path``, or None when no file can have it
+    (a NUL byte, a name too long to resolve)."""
+    try:
+        return Path(path).resolve().as_uri()
+    except (ValueError, OSError):
+        return None
 
 
 def _link_text(link: dict) -> str:

@@ -85,7 +85,9 @@ def parse_options(tools: str | None, timeout: str | None):
 
 
 def serve(only: set[str] | None, timeout: float | None,
-          config_path: str | None = None) -> int:
+          config_path: str | None = None, key: str | None = None) -> int:
+    """Serve over stdio. ``key``: ``ACOR_MCP_KEY`` as the command took it
+    from the environment (:mod:`acor.cli.run.own_secrets`)."""
     problem = sdk_problem()
     if problem is not None:
         return fail(problem)
@@ -95,7 +97,7 @@ def serve(only: set[str] | None, timeout: float | None,
     wire = Wire.claim()
     loader = SdkLoader()
     catalog = Catalog(lambda: load_registry(config_path=config_path), only)
-    problem = start_problem(catalog)
+    problem = start_problem(catalog, key)
     if problem is not None:
         return fail(problem)
     # A client sends its opening request as soon as it has started us, so
@@ -122,7 +124,8 @@ def serve(only: set[str] | None, timeout: float | None,
     warm = WarmStarter()
     try:
         return app.serve_stdio(app.build_server(catalog, timeout=timeout,
-                                                warm=warm), wire, opening)
+                                                warm=warm, key=key),
+                               wire, opening)
     finally:
         warm.close()
 
@@ -152,15 +155,15 @@ def unknown_tools(exc, config) -> Error:
                  f"root: {root} ({looked})", recovery)
 
 
-def start_problem(catalog) -> Error | None:
+def start_problem(catalog, key: str | None = None) -> Error | None:
     """Why ``acor mcp`` (stdio or HTTP) cannot start with this catalog and
-    environment, or None: a bad config, an unknown --tools name, an
-    unusable ACOR_MCP_KEY."""
+    ``key`` (``ACOR_MCP_KEY`` as taken), or None: a bad config, an unknown
+    --tools name, an unusable key."""
     from acor.cli.discovery.config import ConfigError
     from acor.cli.mcp.keys import ENV, KeyProblem, shared_keys
     from acor.cli.mcp.tools import UnknownTools
     try:
-        shared_keys()
+        shared_keys(key)
     except KeyProblem as exc:
         return Error(str(exc), "E_MCP_KEY", f"variable: {ENV}",
                      f"Fix or unset {ENV}, then start acor mcp again.")

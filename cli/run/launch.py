@@ -32,6 +32,7 @@ from acor.events import Error, Event, Output, Status
 from acor.cli.arguments import ARGS_ENV_LIMIT, ARGS_FILE_VAR, ARGS_VAR, \
     argv_json, reads_args_json
 from acor.cli.run import process
+from acor.cli.run.own_secrets import without_secrets
 from acor.cli.errors import LauncherError, config_error, invalid_manifest, \
     unknown_tool
 from acor.cli.run.result import Collector, RunResult
@@ -460,10 +461,12 @@ class _Policy:
         return cwd
 
     def environment(self, extra: Optional[dict], protocol_env: dict) -> dict:
-        env = os.environ.copy()
+        # acor's own secrets (the server's token and key) are never a
+        # tool's, whoever put them in acor's environment or the caller's.
+        env = without_secrets(os.environ)
         env["ACOR_SH"] = ACOR_SH
         env["ACOR_MJS"] = ACOR_MJS
-        env.update(extra or {})
+        env.update(without_secrets(extra or {}))
         # Only this launcher names a human channel, and only for answers a
         # person gave in this run (see _run_spec): never one inherited.
         env.pop("ACOR_HUMAN_FD", None)

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import threading
 
+from acor.cli.run.own_secrets import without_secrets
 from acor.cli.run.process import widen_pipe
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
@@ -52,7 +53,9 @@ class WarmStarter:
     def __init__(self, env: Optional[Mapping[str, str]] = None) -> None:
         from acor.cli.run.forkserver import BOOT, FD_VAR
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        base = dict(os.environ if env is None else env)
+        # Every warm tool is forked from the server: it holds none of
+        # acor's secrets, so none can be inherited from its memory.
+        base = without_secrets(os.environ if env is None else env)
         base.update(_SERVER_ENV)
         base[FD_VAR] = str(theirs.fileno())
         self._python_env = _python_vars(base, exclude=(FD_VAR,))

@@ -1,0 +1,76 @@
+"""acor's own secrets: which variables hold them, how the process they are
+for takes them, and how it keeps them from the tools it runs and from
+other processes of its user.
+
+``acor mcp`` reads its bearer token and its sealing key once, at start,
+and removes them from its environment, so that no process it starts
+inherits them; the runner also drops them from every tool's environment,
+whoever started acor with them (a test session, a shell). A process that
+holds them makes itself undumpable (``PR_SET_DUMPABLE`` 0, as ssh-agent
+does): its ``/proc/<pid>/environ`` and memory are then closed to the
+user's other processes, which matters because the environment the kernel
+shows there is the one the process started with, whatever ``os.environ``
+later drops. A program the server executes is dumpable again (the kernel
+resets it at ``execve``), and gets none of the secrets.
+
+Standard library only, imported by the runner on every run: no ctypes
+until a server asks for it.
+"""
+
+from __future__ import annotations
+
+import os
+
+TOKEN_VAR = "ACOR_MCP_TOKEN"     # the bearer token of acor mcp --http
+KEY_VAR = "ACOR_MCP_KEY"         # the key that seals requestState
+# The server's variables (these, and any later one, or the options an
+# older acor handed its workers) are never a tool's: every name with this
+# prefix is kept out of a tool's environment.
+SECRET_PREFIX = "ACOR_MCP_"
+
+_PR_SET_DUMPABLE = 4
+
+
+def take(name: str) -> str | None:
+    """The variable's value, removed from this process's environment (so no
+    process started later inherits it), or None when it is unset."""
+    return os.environ.pop(name, None)
+
+
+def take_all() -> dict[str, str]:
+    """Every server variable this process was given, each removed."""
+    return {name: value for name in list(os.environ)
+            if name.startswith(SECRET_PREFIX)
+            and (value := take(name)) is not None}
+
+
+def without_secrets(env) -> dict[str, str]:
+    """``env`` less every variable that may hold one of acor's secrets."""
+    return {key: value for key, value in env.items()
+            if not key.startswith(SECRET_PREFIX)}
+
+
+_libc = None  # loaded by keep_private: a forked child must not dlopen
+
+
+def keep_private() -> bool:
+    """Make this process undumpable: other processes of the same user can
+    then no longer read its ``/proc/<pid>/environ`` or memory, or trace it
+    (root still can). Whether the kernel agreed (False off Linux)."""
+    global _libc
+    try:
+        import ctypes
+        _libc = ctypes.CDLL(None, use_errno=True)
+        return _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def dumpable_again() -> None:
+    """Undo :func:`keep_private` in a child forked to be boxed: a process
+    that is not dumpable cannot map its own user namespace (its
+    ``/proc/self`` files belong to root). Its copy of the server's memory
+    is readable again until it executes the tool. Nothing to undo, and
+    nothing loaded, in a process that never called keep_private."""
+    if _libc is not None:
+        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
