@@ -50,27 +50,15 @@ def without_secrets(env) -> dict[str, str]:
             if not key.startswith(SECRET_PREFIX)}
 
 
-_libc = None  # loaded by keep_private: a forked child must not dlopen
-
-
 def keep_private() -> bool:
     """Make this process undumpable: other processes of the same user can
     then no longer read its ``/proc/<pid>/environ`` or memory, or trace it
     (root still can). Whether the kernel agreed (False off Linux)."""
-    global _libc
     try:
         import ctypes
-        _libc = ctypes.CDLL(None, use_errno=True)
-        return _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
 
-def dumpable_again() -> None:
-    """Undo :func:`keep_private` in a child forked to be boxed: a process
-    that is not dumpable cannot map its own user namespace (its
-    ``/proc/self`` files belong to root). Its copy of the server's memory
-    is readable again until it executes the tool. Nothing to undo, and
-    nothing loaded, in a process that never called keep_private."""
-    if _libc is not None:
-        _libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)

@@ -13,7 +13,6 @@ import os
 import signal
 import sys
 
-from acor.cli.run.own_secrets import dumpable_again
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -68,7 +67,7 @@ class ToolProcess:
 
                 from acor.cli.sandbox.enter import enter, libc
                 libc()  # loaded here: a child of threads must not dlopen
-                enter_box = partial(_enter_box, enter, sandbox)
+                enter_box = partial(enter, sandbox)
             try:
                 self.proc = subprocess.Popen(
                     list(argv),
@@ -197,15 +196,6 @@ class _Spawned:
         return self.returncode
 
 
-def _enter_box(enter, sandbox: dict) -> None:
-    """In the child, between fork and exec: enter the box (``enter``,
-    imported by the parent: a child of threads must not import). A server
-    that made itself undumpable (:mod:`acor.cli.run.own_secrets`) passes
-    that on to its fork, which could then not map its user namespace."""
-    dumpable_again()
-    enter(sandbox)
-
-
 class _Forked(_Spawned):
     """A tool started as :class:`_Spawned` starts one, but by ``fork``, so
     that the child enters its sandbox (:mod:`acor.cli.sandbox.enter`)
@@ -241,7 +231,7 @@ class _Forked(_Spawned):
                     os.set_inheritable(fd, True)
                 for sig in (signal.SIGPIPE, signal.SIGXFSZ):
                     signal.signal(sig, signal.SIG_DFL)
-                _enter_box(enter, sandbox)
+                enter(sandbox)
                 os.execve(path, list(argv), dict(env))
             except BaseException as exc:
                 try:
