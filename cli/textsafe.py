@@ -40,12 +40,14 @@ _UNSAFE_IN_TEXT_RE = f"[\x00-\x08\x0b-\x1f{_NOT_C0}]"
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 # What a terminal would take as one escape sequence, removed whole:
+# CSI (ESC [ or U+009B): parameters, intermediates, one final byte.
+_CSI_RE = "(?:\x1b\\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+# OSC, DCS, SOS, PM, APC (7-bit and 8-bit openers), up to BEL or ST.
+_STRING_RE = ("(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*"
+              "(?:\x07|\x1b\\\\|\x9c)")
+_STRING_OPENERS = ("\x1b]", "\x1bP", "\x1bX", "\x1b^", "\x1b_")
 _SEQUENCE_RE = (
-    # CSI (ESC [ or U+009B): parameters, intermediates, one final byte.
-    "(?:\x1b\\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
-    # OSC, DCS, SOS, PM, APC (7-bit and 8-bit openers), up to BEL or ST.
-    "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*"
-    "(?:\x07|\x1b\\\\|\x9c)"
+    _CSI_RE + "|" + _STRING_RE +
     # Any other escape: ESC c (reset), ESC 7, ESC ( B, ... An opener left
     # unterminated (ESC ] with no BEL or ST) loses only its ESC and the
     # next character; what follows is shown as text.
@@ -97,3 +99,156 @@ def strip_terminal(text: str) -> str:
     text = re.sub(_SEQUENCE_RE, "", text)
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     return re.sub(_UNSAFE_IN_TEXT_RE, _escape, text)
+
+
+# --- what reaches an agent ---------------------------------------------------
+#
+# Every string of every event acor relays (Markdown, JSON lines, MCP text,
+# structuredContent, _meta, progress notifications) goes through
+# :func:`clean_event` on its way out: an agent's terminal, a client's log
+# view or a model's context window then gets no byte a terminal obeys, while
+# the whole-output file keeps what the tool wrote.
+
+def _unsafe_in_text() -> "re.Pattern[str]":
+    return re.compile(_UNSAFE_IN_TEXT_RE)
+
+
+def clean_value(value):
+    """``value`` (a string, or a JSON-like value of any depth) with every
+    string in it, keys included, as :func:`strip_terminal` makes it. The
+    same object comes back when nothing in it needed cleaning, so the
+    common case copies nothing; iterative, so no depth exhausts the
+    stack."""
+    if isinstance(value, str):
+        return strip_terminal(value)
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    search = _unsafe_in_text().search
+    # First a walk that only looks: most values have nothing to clean.
+    stack = [value]
+    dirty = False
+    while stack and not dirty:
+        item = stack.pop()
+        if isinstance(item, str):
+            dirty = search(item) is not None
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    if not dirty:
+        return value
+    return _cleaned_copy(value)
+
+
+_EXIT = object()
+
+
+def _cleaned_copy(value):
+    """A copy of ``value`` with every string cleaned (see
+    :func:`clean_value`); a container met again inside itself is copied
+    once more no deeper than it already is (cycles end as ``None``)."""
+    root = [None]
+    stack = [(value, root, 0)]
+    path: set = set()
+    while stack:
+        item, parent, key = stack.pop()
+        if item is _EXIT:
+            path.discard(parent)
+            continue
+        if isinstance(item, str):
+            clean = strip_terminal(item)
+        elif isinstance(item, (dict, list, tuple)):
+            if id(item) in path:
+                clean = None
+            else:
+                path.add(id(item))
+                stack.append((_EXIT, id(item), None))
+                if isinstance(item, dict):
+                    clean = {}
+                    for k, v in list(item.items()):
+                        k = strip_terminal(k) if isinstance(k, str) else k
+                        clean[k] = None  # keeps the key order
+                        stack.append((v, clean, k))
+                else:
+                    clean = [None] * len(item)
+                    for i, v in enumerate(item):
+                        stack.append((v, clean, i))
+        else:
+            clean = item
+        parent[key] = clean
+    return root[0]
+
+
+def _slots(kind: type) -> list:
+    return [name for klass in kind.__mro__
+            for name in getattr(klass, "__slots__", ())]
+
+
+def clean_event(event):
+    """``event`` with every string it holds made safe for an agent, as
+    :func:`clean_value` makes it: a copy of the same type when anything
+    changed, else the event itself. A JSON block left as its text
+    (``acor.layout.RawJSON``, which the output budget summarises) is left
+    as it is: cleaning JSON text as text could break its escapes."""
+    changed = {}
+    for name in _slots(type(event)):
+        value = getattr(event, name, None)
+        if type(value) is not str and isinstance(value, str):
+            continue  # RawJSON
+        clean = clean_value(value)
+        if clean is not value:
+            changed[name] = clean
+    if not changed:
+        return event
+    copy = object.__new__(type(event))
+    for name in _slots(type(event)):
+        object.__setattr__(copy, name, changed.get(
+            name, getattr(event, name, None)))
+    return copy
+
+
+class StreamCleaner:
+    """:func:`strip_terminal` for text that arrives in pieces (a tool's
+    stderr, read as it comes): an escape sequence or a CR LF cut between
+    two reads is held back until the next piece completes it, so it is
+    removed whole instead of leaving its tail on show. What is held is at
+    most :attr:`HOLD` characters; :meth:`flush` gives it up at the end."""
+
+    HOLD = 256
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        text = self._held + text
+        self._held = ""
+        cut = _incomplete_tail(text, self.HOLD)
+        if cut < len(text):
+            text, self._held = text[:cut], text[cut:]
+        return strip_terminal(text)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return strip_terminal(held)
+
+
+def _incomplete_tail(text: str, hold: int) -> int:
+    """Where a trailing escape sequence (or a CR that may be half of a CR
+    LF) begins that the next piece could complete, else ``len(text)``."""
+    if text.endswith("\r"):
+        return len(text) - 1
+    begin = max(0, len(text) - hold)
+    start = max(text.rfind(opener, begin)
+                for opener in "\x1b\x90\x98\x9b\x9d\x9e\x9f")
+    if start < 0:
+        return len(text)
+    tail = text[start:]
+    if tail[:2] == "\x1b[" or tail[0] == "\x9b":
+        complete = _CSI_RE
+    elif tail[:2] in _STRING_OPENERS or tail[0] != "\x1b":
+        complete = _STRING_RE
+    else:
+        complete = _SEQUENCE_RE
+    return len(text) if re.match(complete, tail) else start
+

@@ -18,6 +18,7 @@ import sys
 import time
 
 from acor.cli.output.jsonline import json_encoders, json_line
+from acor.cli.textsafe import StreamCleaner, clean_event, clean_value
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def write_stderr(text: str) -> None:
 
 def _late_note(tool: str, event: Event, said: set) -> None:
     from acor.events import Error, Text
+    event = clean_event(event)
     if isinstance(event, Text) and not event.text:
         return
     if tool not in said:
@@ -98,9 +100,12 @@ class _Format:
 
     def __init__(self) -> None:
         self._late: set = set()
+        # The tool's stderr is data too: no escape sequence or control
+        # byte of it reaches the agent's (or a person's) terminal.
+        self._stderr_text = StreamCleaner()
 
     def stderr(self, data: bytes) -> None:
-        write_stderr(data.decode("utf-8", "replace"))
+        write_stderr(self._stderr_text.feed(data.decode("utf-8", "replace")))
 
     def late(self, tool: str, event: Event) -> None:
         _late_note(tool, event, self._late)
@@ -112,7 +117,7 @@ class _Format:
         from acor import grammar  # noqa: F401  (render's, and late notes')
 
     def result(self, result) -> None:
-        pass
+        write_stderr(self._stderr_text.flush())
 
     def close(self) -> None:
         pass
@@ -131,7 +136,7 @@ class MarkdownSink(_Format):
         self._after_text = False
 
     def emit(self, event: Event) -> None:
-        text = render(event)
+        text = render(clean_event(event))
         is_text = event.type in ("text", "unknown")
         if self._after_text and not is_text:
             # Raw text ends in a blank line before the next section: text
@@ -171,7 +176,7 @@ class JsonSink(_Format):
         write_all(self.out, json_line(record, finite))
 
     def emit(self, event: Event) -> None:
-        self._write(event.to_dict())
+        self._write(clean_event(event).to_dict())
 
     def stderr(self, data: bytes) -> None:
         if self._stderr_left <= 0:
@@ -180,21 +185,26 @@ class JsonSink(_Format):
         kept = data[:self._stderr_left]
         self._stderr_cut += len(data) - len(kept)
         self._stderr_left -= len(kept)
-        self._write({"type": "stderr",
-                     "text": kept.decode("utf-8", "replace")})
+        text = self._stderr_text.feed(kept.decode("utf-8", "replace"))
+        if text:
+            self._write({"type": "stderr", "text": text})
 
     def result(self, result) -> None:
+        held = self._stderr_text.flush()
+        if held:
+            self._write({"type": "stderr", "text": held})
         if self._stderr_cut:
             self._write({"type": "stderr", "text": (
                 f"[acor: {self._stderr_cut} more bytes of stderr not "
                 f"carried in JSON; over {STDERR_EVENT_LIMIT} bytes]")})
-        self._write(result.to_dict())
+        self._write(clean_value(result.to_dict()))
 
     def close_failed(self, error) -> None:
         """The result line of a run that never started."""
         from acor.events import Result
-        self._write(Result(error.exit_code, "failed", error.code,
-                           tool=self.tool, next=error.next).to_dict())
+        self._write(clean_value(Result(
+            error.exit_code, "failed", error.code, tool=self.tool,
+            next=error.next).to_dict()))
 
 
 class RichFormat(_Format):
