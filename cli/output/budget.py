@@ -811,11 +811,10 @@ def markdown_cost(event: Event) -> int:
 
 
 def json_cost(tool: str) -> Callable[[Event], int]:
-    from acor.cli.output.jsonline import json_line
-    overhead = 64 + len(tool.encode("utf-8", "replace"))
+    from acor.cli.output.jsonline import event_line
 
     def cost(event: Event) -> int:
-        return len(json_line(event.to_dict())) + overhead
+        return len(event_line(event.to_dict()))
     return cost
 
 

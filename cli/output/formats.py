@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from acor.cli.output.jsonline import json_encoders, json_line
+from acor.cli.output.jsonline import event_line, json_encoders
 from acor.cli.textsafe import StreamCleaner, clean_event, clean_value
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
@@ -148,16 +148,15 @@ class MarkdownSink(_Format):
 
 
 class JsonSink(_Format):
-    """One strict JSON object per line: the event's dict plus ``v`` (the
-    schema version), ``seq`` (from 1), ``time`` (Unix seconds) and
-    ``tool``; the tool's stderr as ``stderr`` events; the ``result`` line
-    last."""
+    """One strict JSON object per line (schema 2, see
+    :func:`acor.jsonlines.line_record`): the event's keys that are not
+    null or at their default, and ``v``; the tool's stderr as ``stderr``
+    events; the ``result`` line last."""
 
     def __init__(self, tool: str, out=None) -> None:
         super().__init__()
         self.out = out
         self.tool = tool
-        self.seq = 0
         self._stderr_left = STDERR_EVENT_LIMIT
         self._stderr_cut = 0
 
@@ -166,14 +165,9 @@ class JsonSink(_Format):
         json_encoders()
 
     def _write(self, record: dict) -> None:
-        self.seq += 1
-        record["v"] = json_encoders()[2]
-        record["seq"] = self.seq
-        record["time"] = round(time.time(), 6)
-        record.setdefault("tool", self.tool)
         # Only strings and the launcher's own numbers: the bulk of a flood.
         finite = record["type"] in _STRING_EVENTS
-        write_all(self.out, json_line(record, finite))
+        write_all(self.out, event_line(record, finite))
 
     def emit(self, event: Event) -> None:
         self._write(clean_event(event).to_dict())
