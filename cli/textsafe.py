@@ -42,8 +42,11 @@ _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 # What a terminal would take as one escape sequence, removed whole:
 # CSI (ESC [ or U+009B): parameters, intermediates, one final byte.
 _CSI_RE = "(?:\x1b\\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
-# OSC, DCS, SOS, PM, APC (7-bit and 8-bit openers), up to BEL or ST.
-_STRING_RE = ("(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*"
+# OSC, DCS, SOS, PM, APC (7-bit and 8-bit openers), up to BEL or ST on
+# the same line: cleaning stays line by line, so text cleaned in pieces
+# of whole lines (however a stream was read) reads the same as cleaned
+# whole.
+_STRING_RE = ("(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*"
               "(?:\x07|\x1b\\\\|\x9c)")
 _STRING_OPENERS = ("\x1b]", "\x1bP", "\x1bX", "\x1b^", "\x1b_")
 _SEQUENCE_RE = (
@@ -92,12 +95,15 @@ def strip_terminal(text: str) -> str:
     titles and hyperlinks, DCS, ...) removed whole, a carriage return (which
     would overwrite the line) turned into a line break, and every other
     control, bidi control, separator and lone surrogate made visible as
-    :func:`printable` does. Line breaks and tabs are kept."""
+    :func:`printable` does. Line breaks and tabs are kept. Every rule is
+    line by line, so text cleaned a line at a time reads the same."""
     text = str(text)
     if re.search(_UNSAFE_IN_TEXT_RE, text) is None:
         return text
     text = re.sub(_SEQUENCE_RE, "", text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # A CR at the very end overwrites nothing (it is a CR LF's, cut at
+    # the line end by whoever split the text into lines).
+    text = text.replace("\r\n", "\n").rstrip("\r").replace("\r", "\n")
     return re.sub(_UNSAFE_IN_TEXT_RE, _escape, text)
 
 
@@ -244,6 +250,8 @@ def _incomplete_tail(text: str, hold: int) -> int:
     if start < 0:
         return len(text)
     tail = text[start:]
+    if "\n" in tail:
+        return len(text)  # sequences end at a line end (see _STRING_RE)
     if tail[:2] == "\x1b[" or tail[0] == "\x9b":
         complete = _CSI_RE
     elif tail[:2] in _STRING_OPENERS or tail[0] != "\x1b":
