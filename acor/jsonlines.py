@@ -123,7 +123,8 @@ def full_record(line: dict) -> dict:
     full = {"type": kind}
     for name in names:
         full[name] = record.pop(name, defaults.get(name))
-    if kind == "output_files" and isinstance(full.get("files"), list):
+    files = full.get("files")
+    if kind == "output_files" and isinstance(files, list):
         full["files"] = [
             {"path": entry.get("path"), "description": entry.get(
                 "description", FILE_DEFAULTS["description"]),
@@ -132,10 +133,11 @@ def full_record(line: dict) -> dict:
              **{k: v for k, v in entry.items() if k not in (
                  "path", "description", "kind", "bytes", "sha256")}}
             if isinstance(entry, dict) else entry
-            for entry in full["files"]]
+            for entry in files]
     record.pop("type", None)
     full.update(record)
     return full
+
 
 # The deepest a record is encoded as it is, well under the C encoder's own
 # recursion limit and above anything :func:`loads` lets through (a decoded

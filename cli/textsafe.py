@@ -107,6 +107,24 @@ def strip_terminal(text: str) -> str:
     return re.sub(_UNSAFE_IN_TEXT_RE, _escape, text)
 
 
+# Select Graphic Rendition: colours and type styles, and nothing else (no
+# cursor movement, no erasing, no mode): ESC [ digits, ";" or ":", "m".
+_SGR_RE = "\x1b\\[[0-9;:]{0,64}m"
+
+
+def keep_colours(text: str) -> str:
+    """:func:`strip_terminal`, but a tool's colours (SGR sequences, and
+    only those) are kept, for a person's terminal that shows them. Every
+    other sequence goes whole and every other control is made visible,
+    as :func:`strip_terminal` does."""
+    text = str(text)
+    if "\x1b[" not in text:
+        return strip_terminal(text)
+    pieces = re.split(f"({_SGR_RE})", text)
+    return "".join(piece if index % 2 else strip_terminal(piece)
+                   for index, piece in enumerate(pieces))
+
+
 # --- what reaches an agent ---------------------------------------------------
 #
 # Every string of every event acor relays (Markdown, JSON lines, MCP text,

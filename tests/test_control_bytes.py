@@ -279,3 +279,34 @@ def test_an_event_with_nothing_to_clean_is_not_copied():
     error = Error("t\x1b[2J", "E_X", "d\x00", None, ["acor", "\x1b"])
     assert clean_event(error) == Error("t", "E_X", "d\\x00", None,
                                        ["acor", "\\x1b"])
+
+
+# --- the rich view, on a real terminal ---------------------------------------
+
+def test_the_rich_view_keeps_a_tools_colours_and_nothing_else(ctl):
+    """At a terminal a person may see a tool's colours: its SGR sequences
+    become rich's styles. No other sequence (clearing, cursor movement,
+    titles, hyperlinks, the clipboard, DCS) and no other control reaches
+    the terminal."""
+    from test_human import Terminal
+    ctl.add_tool("colours", r'''
+        from acor import AcorTool
+        BAD = %r
+        with AcorTool() as tool:
+            print("raw \x1b[32mgreen\x1b[0m " + BAD, flush=True)
+            tool.output("out \x1b[31mred\x1b[0m " + BAD)
+    ''' % HOSTILE)
+    ctl.env.pop("NO_COLOR", None)
+    ctl.env["TERM"] = "xterm-256color"
+    term = Terminal(ctl, "--format", "rich", "colours")
+    assert term.finish() == 0, term.text
+    seen = term.text
+    assert re.search("\x1b\\[[0-9;]*31m(\x1b\\[[0-9;]*m)*red", seen), seen
+    assert re.search("\x1b\\[[0-9;]*32m(\x1b\\[[0-9;]*m)*green", seen), seen
+    for leftover in ("pwned", "evil.example", "cm0gLXJmIH4", "1$r"):
+        assert leftover not in seen, leftover
+    # Every sequence on the terminal is SGR (rich's own styling).
+    others = [s for s in re.findall("\x1b(?:\\[[0-9;:?]*[ -/]*[@-~]|.)", seen)
+              if not re.fullmatch("\x1b\\[[0-9;]*m", s)]
+    assert others == [], others
+    assert_clean(seen.replace("\x1b", "").replace("\r\n", "\n"), "terminal")
