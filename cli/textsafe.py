@@ -90,6 +90,21 @@ def quote(text: str) -> str:
     return f"'{printable(text)}'"
 
 
+# The bytes of ASCII text strip_terminal changes: C0 but tab and line feed,
+# and DEL.
+_ASCII_UNSAFE = bytes(c for c in range(0x20) if c not in (9, 10)) + b"\x7f"
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` has nothing :func:`strip_terminal` would change.
+    Text is relayed by the megabyte: ASCII text (the usual case) is
+    checked with ``bytes.translate``, five times faster than the regex."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data.translate(None, _ASCII_UNSAFE)) == len(data)
+    return re.search(_UNSAFE_IN_TEXT_RE, text) is None
+
+
 def strip_terminal(text: str) -> str:
     """``text`` for display as text: escape sequences (CSI, colours, OSC
     titles and hyperlinks, DCS, ...) removed whole, a carriage return (which
@@ -98,7 +113,7 @@ def strip_terminal(text: str) -> str:
     :func:`printable` does. Line breaks and tabs are kept. Every rule is
     line by line, so text cleaned a line at a time reads the same."""
     text = str(text)
-    if re.search(_UNSAFE_IN_TEXT_RE, text) is None:
+    if _plain(text):
         return text
     text = re.sub(_SEQUENCE_RE, "", text)
     # A CR at the very end overwrites nothing (it is a CR LF's, cut at
@@ -133,10 +148,6 @@ def keep_colours(text: str) -> str:
 # view or a model's context window then gets no byte a terminal obeys, while
 # the whole-output file keeps what the tool wrote.
 
-def _unsafe_in_text() -> "re.Pattern[str]":
-    return re.compile(_UNSAFE_IN_TEXT_RE)
-
-
 def clean_value(value):
     """``value`` (a string, or a JSON-like value of any depth) with every
     string in it, keys included, as :func:`strip_terminal` makes it. The
@@ -147,14 +158,13 @@ def clean_value(value):
         return strip_terminal(value)
     if not isinstance(value, (dict, list, tuple)):
         return value
-    search = _unsafe_in_text().search
     # First a walk that only looks: most values have nothing to clean.
     stack = [value]
     dirty = False
     while stack and not dirty:
         item = stack.pop()
         if isinstance(item, str):
-            dirty = search(item) is not None
+            dirty = not _plain(item)
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
@@ -204,9 +214,15 @@ def _cleaned_copy(value):
     return root[0]
 
 
+_SLOTS: dict = {}  # event class -> the names of its fields
+
+
 def _slots(kind: type) -> list:
-    return [name for klass in kind.__mro__
-            for name in getattr(klass, "__slots__", ())]
+    names = _SLOTS.get(kind)
+    if names is None:
+        names = _SLOTS[kind] = [name for klass in kind.__mro__
+                                for name in getattr(klass, "__slots__", ())]
+    return names
 
 
 def clean_event(event):
@@ -218,8 +234,12 @@ def clean_event(event):
     changed = {}
     for name in _slots(type(event)):
         value = getattr(event, name, None)
-        if type(value) is not str and isinstance(value, str):
-            continue  # RawJSON
+        if type(value) is str:
+            if _plain(value):
+                continue
+        elif isinstance(value, str) or value is None or \
+                isinstance(value, (int, float)):
+            continue  # a number, nothing, or RawJSON (see above)
         clean = clean_value(value)
         if clean is not value:
             changed[name] = clean
