@@ -62,8 +62,82 @@ def loads(text: str, max_depth: int = MAX_DEPTH):
 
 # --- writing: strict JSON, one record per line -------------------------------
 
-SCHEMA_VERSION = 1
-"""The version of the event schema every JSON line carries as ``"v"``."""
+SCHEMA_VERSION = 2
+"""The version of the event schema every JSON line carries as ``"v"``.
+2: a key whose value is its default (below) is left out, and the
+launcher no longer adds ``seq``, ``time`` and ``tool`` to every line."""
+
+# The value a reader takes for each key a line leaves out (schema 2). Every
+# other key of an event is always written. A key holding null is left out
+# whatever its type: a reader takes a missing key as null unless it is here.
+LINE_DEFAULTS: dict = {
+    "status": {"message": ""},
+    "progress": {"message": ""},
+    "unknown": {"body": ""},
+    "input_needed": {"audience": "agent"},
+    "result": {"truncated": False, "argv": []},
+}
+# In each output_files entry: a missing key is null, description "".
+FILE_DEFAULTS: dict = {"description": ""}
+
+
+def line_record(record: dict) -> dict:
+    """``record`` (an event's dict) as a JSON line carries it: without the
+    keys that are null or at their default (:data:`LINE_DEFAULTS`), with
+    ``v`` last. Each line reads alone: what it leaves out is fixed by
+    ``v``, never by another line."""
+    defaults = LINE_DEFAULTS.get(record.get("type"), {})
+    line = {}
+    for key, value in record.items():
+        if value is None or (key in defaults and value == defaults[key]
+                             and type(value) is type(defaults[key])):
+            continue
+        if key == "files" and record.get("type") == "output_files" and \
+                isinstance(value, list):
+            value = [{k: v for k, v in entry.items()
+                      if v is not None and not (k in FILE_DEFAULTS and
+                                                v == FILE_DEFAULTS[k])}
+                     if isinstance(entry, dict) else entry
+                     for entry in value]
+        line[key] = value
+    line["v"] = SCHEMA_VERSION
+    return line
+
+
+def full_record(line: dict) -> dict:
+    """A JSON line read back as its event's whole dict, the inverse of
+    :func:`line_record`: every key of the event type in its order, those
+    the line left out at their default (null unless
+    :data:`LINE_DEFAULTS` says otherwise), without ``v``. Keys the reader
+    does not know are kept, after the rest; a type it does not know comes
+    back as it is, minus ``v``."""
+    from acor.events import EVENT_TYPES
+    kind = line.get("type")
+    record = {key: value for key, value in line.items() if key != "v"}
+    event_class = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
+    if event_class is None:
+        return record
+    defaults = LINE_DEFAULTS.get(kind, {})
+    names = [name for klass in reversed(event_class.__mro__)
+             for name in getattr(klass, "__slots__", ())]
+    full = {"type": kind}
+    for name in names:
+        full[name] = record.pop(name, defaults.get(name))
+    files = full.get("files")
+    if kind == "output_files" and isinstance(files, list):
+        full["files"] = [
+            {"path": entry.get("path"), "description": entry.get(
+                "description", FILE_DEFAULTS["description"]),
+             "kind": entry.get("kind"), "bytes": entry.get("bytes"),
+             "sha256": entry.get("sha256"),
+             **{k: v for k, v in entry.items() if k not in (
+                 "path", "description", "kind", "bytes", "sha256")}}
+            if isinstance(entry, dict) else entry
+            for entry in files]
+    record.pop("type", None)
+    full.update(record)
+    return full
+
 
 # The deepest a record is encoded as it is, well under the C encoder's own
 # recursion limit and above anything :func:`loads` lets through (a decoded
@@ -86,10 +160,13 @@ def _default(value):
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False,
                             default=_default)
+_COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False,
+                            default=_default, separators=(",", ":"))
 
 
-def dumps(record: dict) -> str:
-    """``record`` as one line of strict JSON (RFC 8259), for any reader.
+def dumps(record: dict, compact: bool = False) -> str:
+    """``record`` as one line of strict JSON (RFC 8259), for any reader;
+    ``compact``: without a space after ``,`` and ``:`` (JSON lines).
 
     - Non-finite floats are the strings ``"NaN"``, ``"Infinity"`` and
       ``"-Infinity"`` (JSON has no such numbers; ``JSON.parse`` refuses
@@ -107,10 +184,11 @@ def dumps(record: dict) -> str:
     The common record takes one pass of the C encoder and one
     ``str.isascii`` check; the rest is paid only when needed.
     """
+    encoder = _COMPACT if compact else _ENCODER
     try:
-        line = _ENCODER.encode(record)
+        line = encoder.encode(record)
     except Exception:
-        line = _ENCODER.encode(_clean(record, _ENCODE_DEPTH))
+        line = encoder.encode(_clean(record, _ENCODE_DEPTH))
     if line.isascii():
         return line
     if "\u2028" in line or "\u2029" in line or "\x85" in line:

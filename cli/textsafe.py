@@ -40,12 +40,17 @@ _UNSAFE_IN_TEXT_RE = f"[\x00-\x08\x0b-\x1f{_NOT_C0}]"
 _NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 # What a terminal would take as one escape sequence, removed whole:
+# CSI (ESC [ or U+009B): parameters, intermediates, one final byte.
+_CSI_RE = "(?:\x1b\\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
+# OSC, DCS, SOS, PM, APC (7-bit and 8-bit openers), up to BEL or ST on
+# the same line: cleaning stays line by line, so text cleaned in pieces
+# of whole lines (however a stream was read) reads the same as cleaned
+# whole.
+_STRING_RE = ("(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c\n]*"
+              "(?:\x07|\x1b\\\\|\x9c)")
+_STRING_OPENERS = ("\x1b]", "\x1bP", "\x1bX", "\x1b^", "\x1b_")
 _SEQUENCE_RE = (
-    # CSI (ESC [ or U+009B): parameters, intermediates, one final byte.
-    "(?:\x1b\\[|\x9b)[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]"
-    # OSC, DCS, SOS, PM, APC (7-bit and 8-bit openers), up to BEL or ST.
-    "|(?:\x1b[\\]PX^_]|[\x90\x98\x9d\x9e\x9f])[^\x07\x1b\x9c]*"
-    "(?:\x07|\x1b\\\\|\x9c)"
+    _CSI_RE + "|" + _STRING_RE +
     # Any other escape: ESC c (reset), ESC 7, ESC ( B, ... An opener left
     # unterminated (ESC ] with no BEL or ST) loses only its ESC and the
     # next character; what follows is shown as text.
@@ -85,15 +90,211 @@ def quote(text: str) -> str:
     return f"'{printable(text)}'"
 
 
+# The bytes of ASCII text strip_terminal changes: C0 but tab and line feed,
+# and DEL.
+_ASCII_UNSAFE = bytes(c for c in range(0x20) if c not in (9, 10)) + b"\x7f"
+
+
+def _plain(text: str) -> bool:
+    """Whether ``text`` has nothing :func:`strip_terminal` would change.
+    Text is relayed by the megabyte: ASCII text (the usual case) is
+    checked with ``bytes.translate``, five times faster than the regex."""
+    if text.isascii():
+        data = text.encode("ascii")
+        return len(data.translate(None, _ASCII_UNSAFE)) == len(data)
+    return re.search(_UNSAFE_IN_TEXT_RE, text) is None
+
+
 def strip_terminal(text: str) -> str:
     """``text`` for display as text: escape sequences (CSI, colours, OSC
     titles and hyperlinks, DCS, ...) removed whole, a carriage return (which
     would overwrite the line) turned into a line break, and every other
     control, bidi control, separator and lone surrogate made visible as
-    :func:`printable` does. Line breaks and tabs are kept."""
+    :func:`printable` does. Line breaks and tabs are kept. Every rule is
+    line by line, so text cleaned a line at a time reads the same."""
     text = str(text)
-    if re.search(_UNSAFE_IN_TEXT_RE, text) is None:
+    if _plain(text):
         return text
     text = re.sub(_SEQUENCE_RE, "", text)
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    # A CR at the very end overwrites nothing (it is a CR LF's, cut at
+    # the line end by whoever split the text into lines).
+    text = text.replace("\r\n", "\n").rstrip("\r").replace("\r", "\n")
     return re.sub(_UNSAFE_IN_TEXT_RE, _escape, text)
+
+
+# Select Graphic Rendition: colours and type styles, and nothing else (no
+# cursor movement, no erasing, no mode): ESC [ digits, ";" or ":", "m".
+_SGR_RE = "\x1b\\[[0-9;:]{0,64}m"
+
+
+def keep_colours(text: str) -> str:
+    """:func:`strip_terminal`, but a tool's colours (SGR sequences, and
+    only those) are kept, for a person's terminal that shows them. Every
+    other sequence goes whole and every other control is made visible,
+    as :func:`strip_terminal` does."""
+    text = str(text)
+    if "\x1b[" not in text:
+        return strip_terminal(text)
+    pieces = re.split(f"({_SGR_RE})", text)
+    return "".join(piece if index % 2 else strip_terminal(piece)
+                   for index, piece in enumerate(pieces))
+
+
+# --- what reaches an agent ---------------------------------------------------
+#
+# Every string of every event acor relays (Markdown, JSON lines, MCP text,
+# structuredContent, _meta, progress notifications) goes through
+# :func:`clean_event` on its way out: an agent's terminal, a client's log
+# view or a model's context window then gets no byte a terminal obeys, while
+# the whole-output file keeps what the tool wrote.
+
+def clean_value(value):
+    """``value`` (a string, or a JSON-like value of any depth) with every
+    string in it, keys included, as :func:`strip_terminal` makes it. The
+    same object comes back when nothing in it needed cleaning, so the
+    common case copies nothing; iterative, so no depth exhausts the
+    stack."""
+    if isinstance(value, str):
+        return strip_terminal(value)
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    # First a walk that only looks: most values have nothing to clean.
+    stack = [value]
+    dirty = False
+    while stack and not dirty:
+        item = stack.pop()
+        if isinstance(item, str):
+            dirty = not _plain(item)
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    if not dirty:
+        return value
+    return _cleaned_copy(value)
+
+
+_EXIT = object()
+
+
+def _cleaned_copy(value):
+    """A copy of ``value`` with every string cleaned (see
+    :func:`clean_value`); a container met again inside itself is copied
+    once more no deeper than it already is (cycles end as ``None``)."""
+    root = [None]
+    stack = [(value, root, 0)]
+    path: set = set()
+    while stack:
+        item, parent, key = stack.pop()
+        if item is _EXIT:
+            path.discard(parent)
+            continue
+        if isinstance(item, str):
+            clean = strip_terminal(item)
+        elif isinstance(item, (dict, list, tuple)):
+            if id(item) in path:
+                clean = None
+            else:
+                path.add(id(item))
+                stack.append((_EXIT, id(item), None))
+                if isinstance(item, dict):
+                    clean = {}
+                    for k, v in list(item.items()):
+                        k = strip_terminal(k) if isinstance(k, str) else k
+                        clean[k] = None  # keeps the key order
+                        stack.append((v, clean, k))
+                else:
+                    clean = [None] * len(item)
+                    for i, v in enumerate(item):
+                        stack.append((v, clean, i))
+        else:
+            clean = item
+        parent[key] = clean
+    return root[0]
+
+
+_SLOTS: dict = {}  # event class -> the names of its fields
+
+
+def _slots(kind: type) -> list:
+    names = _SLOTS.get(kind)
+    if names is None:
+        names = _SLOTS[kind] = [name for klass in kind.__mro__
+                                for name in getattr(klass, "__slots__", ())]
+    return names
+
+
+def clean_event(event):
+    """``event`` with every string it holds made safe for an agent, as
+    :func:`clean_value` makes it: a copy of the same type when anything
+    changed, else the event itself. A JSON block left as its text
+    (``acor.layout.RawJSON``, which the output budget summarises) is left
+    as it is: cleaning JSON text as text could break its escapes."""
+    changed = {}
+    for name in _slots(type(event)):
+        value = getattr(event, name, None)
+        if type(value) is str:
+            if _plain(value):
+                continue
+        elif isinstance(value, str) or value is None or \
+                isinstance(value, (int, float)):
+            continue  # a number, nothing, or RawJSON (see above)
+        clean = clean_value(value)
+        if clean is not value:
+            changed[name] = clean
+    if not changed:
+        return event
+    copy = object.__new__(type(event))
+    for name in _slots(type(event)):
+        object.__setattr__(copy, name, changed.get(
+            name, getattr(event, name, None)))
+    return copy
+
+
+class StreamCleaner:
+    """:func:`strip_terminal` for text that arrives in pieces (a tool's
+    stderr, read as it comes): an escape sequence or a CR LF cut between
+    two reads is held back until the next piece completes it, so it is
+    removed whole instead of leaving its tail on show. What is held is at
+    most :attr:`HOLD` characters; :meth:`flush` gives it up at the end."""
+
+    HOLD = 256
+
+    def __init__(self) -> None:
+        self._held = ""
+
+    def feed(self, text: str) -> str:
+        text = self._held + text
+        self._held = ""
+        cut = _incomplete_tail(text, self.HOLD)
+        if cut < len(text):
+            text, self._held = text[:cut], text[cut:]
+        return strip_terminal(text)
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return strip_terminal(held)
+
+
+def _incomplete_tail(text: str, hold: int) -> int:
+    """Where a trailing escape sequence (or a CR that may be half of a CR
+    LF) begins that the next piece could complete, else ``len(text)``."""
+    if text.endswith("\r"):
+        return len(text) - 1
+    begin = max(0, len(text) - hold)
+    start = max(text.rfind(opener, begin)
+                for opener in "\x1b\x90\x98\x9b\x9d\x9e\x9f")
+    if start < 0:
+        return len(text)
+    tail = text[start:]
+    if "\n" in tail:
+        return len(text)  # sequences end at a line end (see _STRING_RE)
+    if tail[:2] == "\x1b[" or tail[0] == "\x9b":
+        complete = _CSI_RE
+    elif tail[:2] in _STRING_OPENERS or tail[0] != "\x1b":
+        complete = _STRING_RE
+    else:
+        complete = _SEQUENCE_RE
+    return len(text) if re.match(complete, tail) else start
+

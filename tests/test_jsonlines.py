@@ -218,8 +218,38 @@ def test_unknown_objects_and_keys_become_strings():
     assert record["big"] == hex(10 ** 5000)
 
 
-def test_schema_version_is_one():
-    assert jsonlines.SCHEMA_VERSION == 1
+def test_schema_two_lines_leave_out_nulls_and_defaults_and_read_back_whole():
+    assert jsonlines.SCHEMA_VERSION == 2
+    from acor.events import Error, InputNeeded, OutputFiles, Result
+    cases = [
+        (Status("ready"), {"type": "status", "state": "ready", "v": 2}),
+        (Error("t", "E_X", None, None, None),
+         {"type": "error", "title": "t", "code": "E_X", "v": 2}),
+        (InputNeeded("m", None, "agent", None),
+         {"type": "input_needed", "message": "m", "v": 2}),
+        (InputNeeded("m", None, "human", ["acor", "x"]),
+         {"type": "input_needed", "message": "m", "audience": "human",
+          "next": ["acor", "x"], "v": 2}),
+        (OutputFiles([{"path": "a", "description": "", "kind": "missing",
+                       "bytes": None, "sha256": None}]),
+         {"type": "output_files", "files": [{"path": "a",
+                                             "kind": "missing"}], "v": 2}),
+        (Result(0, "complete", tool="t", acor="9"),
+         {"type": "result", "exit_code": 0, "state": "complete",
+          "duration_ms": 0, "tool": "t", "acor": "9", "v": 2}),
+        # A value that only equals the default is kept: 0 is not "".
+        (Status("working", ""), {"type": "status", "state": "working",
+                                 "v": 2}),
+    ]
+    for event, written in cases:
+        assert jsonlines.line_record(event.to_dict()) == written
+        assert jsonlines.full_record(written) == event.to_dict()
+    # Keys and types a reader does not know pass through.
+    assert jsonlines.full_record({"type": "status", "state": "x", "new": 1,
+                                  "v": 2}) == {
+        "type": "status", "state": "x", "message": "", "new": 1}
+    assert jsonlines.full_record({"type": "later", "v": 3}) == \
+        {"type": "later"}
 
 
 def test_output_data_blocks_are_strict_json_too():

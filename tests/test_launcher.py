@@ -18,6 +18,7 @@ import time
 import pytest
 
 from acor import parse
+from acor.jsonlines import full_record
 from conftest import ACOR_SCRIPT, headings, pid_alive
 
 OK_TOOL = """
@@ -29,13 +30,10 @@ OK_TOOL = """
 
 
 def json_run(stdout):
-    """JSON lines without the keys every line has, and the result line."""
-    lines = [json.loads(line) for line in stdout.splitlines()]
+    """JSON lines read back as whole events, and the result line."""
+    lines = [full_record(json.loads(line)) for line in stdout.splitlines()]
     lines = [line for line in lines if line["type"] != "stderr"]
     assert lines[-1]["type"] == "result", lines[-1]
-    for line in lines[:-1]:
-        for key in ("v", "seq", "time", "tool"):
-            line.pop(key)
     return lines[:-1], lines[-1]
 
 
@@ -297,17 +295,20 @@ def test_raw_prints_cannot_forge_sections(project):
     assert "delete everything" in json_out.stdout  # relayed, as text
 
 
-def test_json_format_adds_seq_time_and_tool(project):
+def test_json_lines_carry_v_and_leave_out_nulls_and_defaults(project):
     project.add_tool("ok", OK_TOOL)
     result = project.acor("--format", "json", "ok")
     lines = [json.loads(x) for x in result.stdout.splitlines()]
-    assert [x["seq"] for x in lines] == [1, 2, 3, 4, 5]
-    assert all(x["tool"] == "ok" and x["time"] > 1e9 and x["v"] == 1
-               for x in lines)
-    assert lines[2] == {"type": "output_data", "format": "json",
-                        "data": {"answer": 42}, "seq": 3, "v": 1,
-                        "time": lines[2]["time"], "tool": "ok"}
+    assert lines[:4] == [
+        {"type": "status", "state": "ready", "v": 2},
+        {"type": "progress", "percent": 50, "message": "half", "v": 2},
+        {"type": "output_data", "format": "json", "data": {"answer": 42},
+         "v": 2},
+        {"type": "status", "state": "complete", "v": 2}]
     assert lines[-1]["type"] == "result" and lines[-1]["exit_code"] == 0
+    assert lines[-1]["tool"] == "ok" and None not in lines[-1].values()
+    assert full_record(lines[0]) == {"type": "status", "state": "ready",
+                                     "message": ""}
 
 
 def test_rich_format_renders_for_people(project):

@@ -48,6 +48,7 @@ from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.tools import tool_args
 from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.signals import Cancel
+from acor.cli.textsafe import clean_event, strip_terminal
 
 MAX_ROUNDS = 5        # questions one call may ask before giving up
 STATE_VERSION = 1
@@ -393,6 +394,7 @@ class _Sink:
         self.events: list = []
 
     def emit(self, event) -> None:
+        event = clean_event(event)  # no control byte reaches the client
         self.relay.on_event(event)
         if event.type not in ("progress", "heartbeat"):
             self.events.append(event)
@@ -408,7 +410,7 @@ class _Sink:
         self.relay.on_event(Heartbeat())
 
     def stderr(self, data: bytes) -> None:
-        write_stderr(data.decode("utf-8", "replace"))
+        write_stderr(strip_terminal(data.decode("utf-8", "replace")))
 
 
 def _read_state(request_state: str | None) -> dict | None:

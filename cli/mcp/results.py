@@ -37,7 +37,7 @@ from acor.cli.output.budget import Note
 
 from acor.cli.mcp.nextcall import NextCall, next_text
 from acor.cli.mcp.versions import MODERN_VERSIONS
-from acor.cli.textsafe import printable, strip_terminal
+from acor.cli.textsafe import clean_value, printable, strip_terminal
 
 
 def call_result(result, *, protocol_version: str, cwd: str,
@@ -87,7 +87,7 @@ def _replace_surrogates(value):
 def result_meta(result) -> dict:
     """The run's outcome for the client application (not the model): the
     result line of ``acor --format json``."""
-    return result.to_dict()
+    return clean_value(result.to_dict())
 
 
 def unrun_meta(tool: str, exit_code: int, state: str, error_code=None,

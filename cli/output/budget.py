@@ -40,6 +40,7 @@ import os
 import time
 
 from acor.events import Event, OutputData, OutputFiles, Status, Text
+from acor.cli.textsafe import clean_event
 
 
 class Note(Text):
@@ -355,7 +356,11 @@ class Budget:
             self._raw_data(event)
             return
         markdown = render(event).encode("utf-8", "replace")
-        self.spill.write(markdown)
+        self.spill.write(markdown)  # the whole output keeps the raw bytes
+        safe = clean_event(event)  # what the agent gets is measured
+        if safe is not event:
+            event = safe
+            markdown = render(event).encode("utf-8", "replace")
         if self.over and kind in TEXTS and not self.ended:
             # The flood's path: no cost to measure, it goes to the tail.
             self._to_tail(event, len(markdown))
@@ -806,11 +811,10 @@ def markdown_cost(event: Event) -> int:
 
 
 def json_cost(tool: str) -> Callable[[Event], int]:
-    from acor.cli.output.jsonline import json_line
-    overhead = 64 + len(tool.encode("utf-8", "replace"))
+    from acor.cli.output.jsonline import event_line
 
     def cost(event: Event) -> int:
-        return len(json_line(event.to_dict())) + overhead
+        return len(event_line(event.to_dict()))
     return cost
 
 

@@ -17,7 +17,8 @@ import os
 import sys
 import time
 
-from acor.cli.output.jsonline import json_encoders, json_line
+from acor.cli.output.jsonline import event_line, json_encoders
+from acor.cli.textsafe import StreamCleaner, clean_event, clean_value
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ def write_stderr(text: str) -> None:
 
 def _late_note(tool: str, event: Event, said: set) -> None:
     from acor.events import Error, Text
+    event = clean_event(event)
     if isinstance(event, Text) and not event.text:
         return
     if tool not in said:
@@ -98,9 +100,12 @@ class _Format:
 
     def __init__(self) -> None:
         self._late: set = set()
+        # The tool's stderr is data too: no escape sequence or control
+        # byte of it reaches the agent's (or a person's) terminal.
+        self._stderr_text = StreamCleaner()
 
     def stderr(self, data: bytes) -> None:
-        write_stderr(data.decode("utf-8", "replace"))
+        write_stderr(self._stderr_text.feed(data.decode("utf-8", "replace")))
 
     def late(self, tool: str, event: Event) -> None:
         _late_note(tool, event, self._late)
@@ -112,7 +117,7 @@ class _Format:
         from acor import grammar  # noqa: F401  (render's, and late notes')
 
     def result(self, result) -> None:
-        pass
+        write_stderr(self._stderr_text.flush())
 
     def close(self) -> None:
         pass
@@ -131,7 +136,7 @@ class MarkdownSink(_Format):
         self._after_text = False
 
     def emit(self, event: Event) -> None:
-        text = render(event)
+        text = render(clean_event(event))
         is_text = event.type in ("text", "unknown")
         if self._after_text and not is_text:
             # Raw text ends in a blank line before the next section: text
@@ -143,16 +148,15 @@ class MarkdownSink(_Format):
 
 
 class JsonSink(_Format):
-    """One strict JSON object per line: the event's dict plus ``v`` (the
-    schema version), ``seq`` (from 1), ``time`` (Unix seconds) and
-    ``tool``; the tool's stderr as ``stderr`` events; the ``result`` line
-    last."""
+    """One strict JSON object per line (schema 2, see
+    :func:`acor.jsonlines.line_record`): the event's keys that are not
+    null or at their default, and ``v``; the tool's stderr as ``stderr``
+    events; the ``result`` line last."""
 
     def __init__(self, tool: str, out=None) -> None:
         super().__init__()
         self.out = out
         self.tool = tool
-        self.seq = 0
         self._stderr_left = STDERR_EVENT_LIMIT
         self._stderr_cut = 0
 
@@ -161,17 +165,12 @@ class JsonSink(_Format):
         json_encoders()
 
     def _write(self, record: dict) -> None:
-        self.seq += 1
-        record["v"] = json_encoders()[2]
-        record["seq"] = self.seq
-        record["time"] = round(time.time(), 6)
-        record.setdefault("tool", self.tool)
         # Only strings and the launcher's own numbers: the bulk of a flood.
         finite = record["type"] in _STRING_EVENTS
-        write_all(self.out, json_line(record, finite))
+        write_all(self.out, event_line(record, finite))
 
     def emit(self, event: Event) -> None:
-        self._write(event.to_dict())
+        self._write(clean_event(event).to_dict())
 
     def stderr(self, data: bytes) -> None:
         if self._stderr_left <= 0:
@@ -180,21 +179,26 @@ class JsonSink(_Format):
         kept = data[:self._stderr_left]
         self._stderr_cut += len(data) - len(kept)
         self._stderr_left -= len(kept)
-        self._write({"type": "stderr",
-                     "text": kept.decode("utf-8", "replace")})
+        text = self._stderr_text.feed(kept.decode("utf-8", "replace"))
+        if text:
+            self._write({"type": "stderr", "text": text})
 
     def result(self, result) -> None:
+        held = self._stderr_text.flush()
+        if held:
+            self._write({"type": "stderr", "text": held})
         if self._stderr_cut:
             self._write({"type": "stderr", "text": (
                 f"[acor: {self._stderr_cut} more bytes of stderr not "
                 f"carried in JSON; over {STDERR_EVENT_LIMIT} bytes]")})
-        self._write(result.to_dict())
+        self._write(clean_value(result.to_dict()))
 
     def close_failed(self, error) -> None:
         """The result line of a run that never started."""
         from acor.events import Result
-        self._write(Result(error.exit_code, "failed", error.code,
-                           tool=self.tool, next=error.next).to_dict())
+        self._write(clean_value(Result(
+            error.exit_code, "failed", error.code, tool=self.tool,
+            next=error.next).to_dict()))
 
 
 class RichFormat(_Format):

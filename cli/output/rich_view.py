@@ -11,7 +11,8 @@ and carriage-return overwrites, bidi overrides. Each one passes through
 :mod:`cli.textsafe` on its way in: text keeps its line breaks and tabs and
 loses its escape sequences, one-line fields (titles, names, ids, labels)
 show every control as a visible escape. The only escape sequences on the
-terminal are rich's own.
+terminal are rich's own, and a tool's colours in its Output and raw text:
+its SGR sequences (and only those) become rich styles.
 """
 
 import json
@@ -27,7 +28,7 @@ from rich.table import Column
 from rich.text import Text
 
 from acor.cli.handlers import EventHandler
-from acor.cli.textsafe import printable, strip_terminal
+from acor.cli.textsafe import keep_colours, printable, strip_terminal
 
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
                  "failed": "bold red", "cancelled": "bold yellow"}
@@ -42,6 +43,12 @@ _CLOSES_PROGRESS = frozenset({"error", "input_needed"})
 def _text(value):
     """A multi-line field, safe to show as text."""
     return strip_terminal("" if value is None else str(value))
+
+
+def _coloured(value):
+    """The tool's own text, its colours kept as styles (SGR only: every
+    other sequence and control is cleaned as :func:`_text` does)."""
+    return Text.from_ansi(keep_colours("" if value is None else str(value)))
 
 
 def _line(value):
@@ -129,10 +136,12 @@ class RichSink(EventHandler):
         return line
 
     def on_output(self, event):
-        return Text(_text(event.text))
+        return _coloured(event.text)
 
     def on_text(self, event):
-        return Text(_text(event.text), style="dim")
+        text = _coloured(event.text)
+        text.stylize("dim")
+        return text
 
     def on_output_data(self, event):
         data = event.data
