@@ -286,7 +286,7 @@ def test_refusing_at_the_prompt_runs_nothing_again(humans):
 def test_a_secret_is_typed_unseen_and_reaches_only_the_tool(humans):
     term = Terminal(humans, "login")
     shown = term.expect("secret: not shown as you type")
-    assert "login asks a person to approve" in shown
+    assert "login asks a person for a secret" in shown
     term.expect("deploy token: ")
     # Echo is off by the time the prompt shows: nothing typed after it
     # can be seen, however fast.
