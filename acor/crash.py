@@ -249,6 +249,7 @@ def exit_report(exc, tb, tool_folder, command, reported=False
     if isinstance(code, int):
         if reported:
             return None
+        code = int(code) & 0xFF  # what the process exits with: -1 is 255
         return _fields(f"E_EXIT_{code}", f"The tool exited with code {code}",
                        CODE_RECOVERY.format(code=code), _with_code(code, where))
     # Python prints any other object to stderr and exits 1.

@@ -241,7 +241,10 @@ class AcorTool(ProgressMixin, ResumableMixin):
         """End the run by how the block ended. A run that ends Failed ends
         the process too, with the exit code the launcher would give: 2 when
         the last error was E_USAGE, 1 otherwise (code after the block does
-        not run; ``finally`` clauses do)."""
+        not run; ``finally`` clauses do). The tool's own exit says why:
+        ``sys.exit("message")``, its argparse or click refusing its
+        arguments, a bare code, each an Error (:func:`acor.crash.
+        exit_report`); a Ctrl-C ends Cancelled, without its traceback."""
         if self._state is _RUNNING:
             try:
                 if exc_type is None:
