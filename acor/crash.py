@@ -52,6 +52,7 @@ KNOWN_DISTRIBUTIONS = {
         "watchdog", "websockets", "simplejson", "pytz", "arrow",
         "pendulum", "tzdata", "filetype", "chromadb", "duckdb", "sqlglot")},
 }
+
 CRASH_RECOVERY = ("The tool crashed. Check the input it was given; if the "
                   "input is right, report this to the tool's author with the "
                   "details above.")
