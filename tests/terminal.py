@@ -2,12 +2,43 @@
 the prompt and Ctrl-C tests type into (the `pty` module; nothing mocked)."""
 
 import os
+import platform
 import pty
 import select
 import signal
 import time
 
 from conftest import ACOR_SCRIPT
+
+# System call numbers, as /proc/PID/syscall shows what a process waits in.
+READ = {"x86_64": {0}, "aarch64": {63}}
+WAITS = {"x86_64": {7, 23, 232, 270, 271, 281, 441},  # poll, select, epoll
+         "aarch64": {22, 72, 73, 441}}
+
+
+def wait_blocked_in(pid: int, calls: dict, timeout: float = 30) -> None:
+    """Wait until ``pid`` is blocked in one of ``calls`` (by machine).
+
+    A signal that arrives after a program wrote its prompt but before it
+    entered the read (or poll) that waits for the answer does not
+    interrupt that wait: CPython's handler only notes it, and the Python
+    code that acts on it runs once the call returns. A person is never
+    that fast; a test is, on a loaded machine. So a test that types Ctrl-C
+    at a prompt first waits, as a person does, until the program waits."""
+    wanted = calls.get(platform.machine())
+    if wanted is None:
+        return  # a machine this table does not know: send at once
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                number = f.read().split()[0]
+        except (OSError, IndexError):
+            return  # no /proc, or not allowed to look: send at once
+        if number.isdigit() and int(number) in wanted:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} never waited in {sorted(wanted)}")
 
 
 class Terminal:

@@ -16,7 +16,7 @@ import subprocess
 import pytest
 
 from conftest import ACOR_SCRIPT
-from terminal import Terminal
+from terminal import READ, WAITS, Terminal, wait_blocked_in
 
 SYSEXIT = """\
 import sys
@@ -325,6 +325,7 @@ def test_ctrl_c_at_a_prompt_refuses_at_once_and_runs_nothing(asker, field,
     term.expect(PROMPTS[field])
     if field == "token":
         term.echo_off()
+    wait_blocked_in(term.pid, READ)  # reading the answer, as a person sees
     if interrupt == "^C byte":
         os.write(term.fd, b"\x03")  # the terminal makes it SIGINT
     else:
@@ -380,6 +381,7 @@ def test_ctrl_c_mid_run_at_a_terminal_ends_cancelled_without_a_traceback(
         slow, fmt):
     term = Terminal(slow, "--format", fmt, "slow")
     term.expect("started")
+    wait_blocked_in(term.pid, WAITS)
     os.write(term.fd, b"\x03")
     assert term.finish() == 130
     assert "Cancelled" in term.text
@@ -398,6 +400,7 @@ def _interrupted(project, *args):
         chunk = proc.stdout.read1(65536)
         assert chunk, seen
         seen += chunk
+    wait_blocked_in(proc.pid, WAITS)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=120)
     return proc.returncode, (seen + out).decode(), err.decode()
@@ -437,6 +440,7 @@ def test_a_cancelled_resumable_run_says_how_to_resume_in_the_rich_view(
         slow):
     term = Terminal(slow, "slow", "--session", "s1")
     term.expect("started")
+    wait_blocked_in(term.pid, WAITS)
     os.write(term.fd, b"\x03")
     assert term.finish() == 130
     assert "Cancelled" in term.text
