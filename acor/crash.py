@@ -1,13 +1,17 @@
 """What a crash tells the agent: where in the tool's own code it happened,
-and, for a missing module, the exact command that installs it.
+and, for a missing module, what is missing and, when acor knows for
+certain which distribution provides it, the command that installs it.
 
 A traceback's innermost frame is often in the standard library (``<frozen
 genericpath>:50 in getsize`` for a missing file): true, but no help for
 fixing the call that led there. :func:`report` names the innermost frame in
 the tool's own files, with its line of code, and the innermost frame as well
 when that is elsewhere. An ImportError is a missing dependency, reported
-with the interpreter that ran the tool and ``python -m pip install NAME``
-for that interpreter as ``next``.
+with the interpreter that ran the tool; ``next`` is ``python -m pip install
+DIST`` for that interpreter only for a well-known module
+(:data:`KNOWN_DISTRIBUTIONS`) or an installed one (its distribution is on
+disk). Any other name gets no command: an agent follows ``next`` as is, and
+a mistyped name (``numpyy``) may be a stranger's package.
 
 Imported only when a tool crashes.
 """
@@ -18,8 +22,11 @@ import shlex
 import sys
 import sysconfig
 
-# Modules whose pip distribution has another name (the common ones).
-PIP_NAMES = {
+# The distributions acor names for a missing module: well-known modules
+# only. A module's name is not its distribution's (yaml is PyYAML), and a
+# name nobody knows must not become an install command an agent runs as
+# is: a typo would install whatever a stranger published under it.
+KNOWN_DISTRIBUTIONS = {
     "yaml": "PyYAML", "cv2": "opencv-python", "PIL": "Pillow",
     "sklearn": "scikit-learn", "bs4": "beautifulsoup4",
     "dateutil": "python-dateutil", "dotenv": "python-dotenv",
@@ -27,6 +34,23 @@ PIP_NAMES = {
     "usb": "pyusb", "Crypto": "pycryptodome", "jwt": "PyJWT",
     "OpenSSL": "pyOpenSSL", "docx": "python-docx", "pptx": "python-pptx",
     "fitz": "PyMuPDF", "skimage": "scikit-image", "zmq": "pyzmq",
+    "MySQLdb": "mysqlclient", "git": "GitPython", "markdown": "Markdown",
+    "grpc": "grpcio", "markdown_it": "markdown-it-py",
+    **{name: name for name in (
+        "numpy", "pandas", "scipy", "matplotlib", "requests", "httpx",
+        "aiohttp", "urllib3", "click", "rich", "typer", "tqdm", "jinja2",
+        "lxml", "openpyxl", "xlrd", "pyarrow", "polars", "sqlalchemy",
+        "psutil", "pydantic", "fastapi", "flask", "django", "uvicorn",
+        "boto3", "botocore", "redis", "pymongo", "psycopg", "paramiko",
+        "cryptography", "certifi", "chardet", "idna", "filelock",
+        "jsonschema", "toml", "tomli", "regex", "seaborn", "plotly",
+        "networkx", "sympy", "torch", "tensorflow", "transformers",
+        "pytest", "mcp", "anyio", "orjson", "ujson", "tabulate", "pexpect",
+        "docker", "kubernetes", "openai", "anthropic", "tiktoken", "nltk",
+        "spacy", "statsmodels", "h5py", "numba", "shapely", "pyproj",
+        "xmltodict", "pygments", "colorama", "termcolor",
+        "watchdog", "websockets", "simplejson", "pytz", "arrow",
+        "pendulum", "tzdata", "filetype", "chromadb", "duckdb", "sqlglot")},
 }
 
 CRASH_RECOVERY = ("The tool crashed. Check the input it was given; if the "
@@ -136,17 +160,171 @@ def report(exc, tb, tool_folder) -> dict:
                        f"{sys.executable} lacks {top}, a module of the "
                        f"standard library (built without it). Run the tool "
                        f"with a Python that has it.", details)
-    package = PIP_NAMES.get(top, top)
     if isinstance(exc, ModuleNotFoundError) and not _installed(top):
+        package = KNOWN_DISTRIBUTIONS.get(top)
+        if package is None:
+            return _fields("E_MISSING_DEPENDENCY", title, _unknown(top),
+                           details)
         command = [sys.executable, "-m", "pip", "install", package]
         recovery = (f"The tool needs {package}, which the Python that runs it "
                     f"does not have. Install it there, then run the tool "
                     f"again: {shlex.join(command)}")
-    else:  # a name or submodule it lacks: not the version the tool needs
-        command = [sys.executable, "-m", "pip", "install", "--upgrade",
-                   package]
-        recovery = (f"The installed {package} is not the version the tool "
-                    f"needs (the import above fails). Upgrade it, or install "
-                    f"the version the tool's author names, then run the "
-                    f"tool again: {shlex.join(command)}")
+        return _fields("E_MISSING_DEPENDENCY", title, recovery, details,
+                       command)
+    # A name or submodule it lacks: not the version the tool needs. The
+    # module is installed, so its distribution is known for certain.
+    package = _installed_distribution(top) or KNOWN_DISTRIBUTIONS.get(top)
+    if package is None:
+        return _fields("E_MISSING_DEPENDENCY", title,
+                       f"The installed {top} is not the version the tool "
+                       f"needs (the import above fails). Install the "
+                       f"version the tool's author names, then run the "
+                       f"tool again.", details)
+    command = [sys.executable, "-m", "pip", "install", "--upgrade", package]
+    recovery = (f"The installed {package} is not the version the tool "
+                f"needs (the import above fails). Upgrade it, or install "
+                f"the version the tool's author names, then run the "
+                f"tool again: {shlex.join(command)}")
     return _fields("E_MISSING_DEPENDENCY", title, recovery, details, command)
+
+
+def _unknown(module):
+    """What to say of a missing module acor knows no distribution for:
+    no command, since a name that only looks right may install anything."""
+    return (f"The tool imports {module}, which {sys.executable} does not "
+            f"have, and acor does not know which package provides it. A "
+            f"person should decide what to install: check the tool's "
+            f"requirements (its README, requirements.txt or pyproject.toml) "
+            f"for the package that provides {module}, install it for that "
+            f"Python, then run the tool again. Do not install a package just "
+            f"because its name matches: a mistyped or unknown name may be "
+            f"an unrelated or malicious package.")
+
+
+def _installed_distribution(module):
+    """The one distribution that installed ``module``, or None."""
+    try:
+        from importlib.metadata import packages_distributions
+        names = packages_distributions().get(module) or []
+    except Exception:  # broken metadata must not hide the crash
+        return None
+    names = sorted(set(names))
+    return names[0] if len(names) == 1 else None
+
+
+# --- a tool that ends itself: SystemExit ------------------------------------
+
+EXIT_RECOVERY = ("The tool stopped itself with this message. Read it for "
+                 "the cause, fix the input (or the tool), then run it again.")
+CODE_RECOVERY = ("The tool stopped itself with exit code {code} and no "
+                 "message: its documentation may say what the code means. "
+                 "Check the input it was given, then run it again.")
+
+
+def exit_report(exc, tb, tool_folder, command, reported=False
+                ) -> "dict | None":
+    """The keyword arguments of ``AcorTool.error`` for a ``SystemExit``
+    that ends the run Failed (a code other than 0 and None), or None when
+    it adds nothing: a bare code when the tool has ``reported`` its own
+    error already.
+
+    The tool's own argparse refusing its arguments is ``E_USAGE`` with its
+    usage text and ``next`` the tool's ``--help`` (``command`` makes the
+    argv); click's usage errors likewise. A message (``sys.exit("...")``,
+    ``parser.exit(1, "...")``, a click error) is the Error's title, with
+    code ``E_EXIT_N`` as acor gives a wrapped program's unexplained exit
+    code N; a bare code is ``E_EXIT_N`` too, titled with the code."""
+    frames = _frames(tb)
+    where = where_details(frames, tool_folder)
+    refused = _argparse_refusal(tb) or _click_refusal(exc, tb)
+    if refused is not None:
+        kind, message, usage, code = refused
+        if kind == "usage":
+            help_argv = command("--help")
+            return _fields("E_USAGE", message, (
+                f"Run `{shlex.join(help_argv)}` for the arguments, then "
+                f"run the corrected command."), usage, help_argv)
+        return _fields(f"E_EXIT_{code}", message, EXIT_RECOVERY,
+                       _with_code(code, where))
+    code = exc.code
+    if isinstance(code, int):
+        if reported:
+            return None
+        code = int(code) & 0xFF  # what the process exits with: -1 is 255
+        return _fields(f"E_EXIT_{code}", f"The tool exited with code {code}",
+                       CODE_RECOVERY.format(code=code), _with_code(code, where))
+    # Python prints any other object to stderr and exits 1.
+    message = str(code).strip() or "The tool exited with code 1"
+    return _fields("E_EXIT_1", message, EXIT_RECOVERY, _with_code(1, where))
+
+
+def _with_code(code, where):
+    return f"exit code: {code}" + (f"\n{where}" if where else "")
+
+
+def _argparse_refusal(tb):
+    """(kind, message, usage, exit code) when argparse ended the process:
+    ``ArgumentParser.error`` (kind "usage"), or ``ArgumentParser.exit``
+    with a message (kind "exit"); else None."""
+    argparse = sys.modules.get("argparse")
+    if argparse is None:
+        return None
+    error_code = argparse.ArgumentParser.error.__code__
+    exit_code = argparse.ArgumentParser.exit.__code__
+    found = None
+    while tb is not None:
+        frame = tb.tb_frame
+        if frame.f_code is error_code:
+            parser, message = frame.f_locals.get("self"), \
+                frame.f_locals.get("message")
+            usage = None
+            try:
+                usage = parser.format_usage().strip()
+            except Exception:  # a parser broken enough must not hide this
+                pass
+            return ("usage", str(message), usage, 2)
+        if frame.f_code is exit_code and found is None:
+            message = frame.f_locals.get("message")
+            status = frame.f_locals.get("status")
+            if message and isinstance(status, int) and status:
+                found = ("exit", str(message).strip(), None, status)
+        tb = tb.tb_next
+    return found
+
+
+def _click_refusal(exc, tb):
+    """The same for click's standalone mode: its ClickException, found
+    as the exit's context (click 8.1) or in the frame of the command's
+    ``main`` that reported it (8.2 and later)."""
+    click = sys.modules.get("click")
+    if click is None:
+        return None
+    base = getattr(click, "ClickException", None)
+    if base is None:
+        return None
+    error = exc.__context__ if isinstance(exc.__context__, base) else None
+    while error is None and tb is not None:
+        inside = str(tb.tb_frame.f_globals.get("__name__", ""))
+        for value in (tb.tb_frame.f_locals.values()
+                      if inside.split(".")[0] == "click" else ()):
+            owner = getattr(value, "__self__", value)
+            if isinstance(owner, base):
+                error = owner
+                break
+        tb = tb.tb_next
+    if error is None:
+        return None
+    try:
+        message = error.format_message()
+    except Exception:
+        message = str(error)
+    usage_error = getattr(click, "UsageError", None)
+    if usage_error is not None and isinstance(error, usage_error):
+        usage = None
+        try:
+            ctx = error.ctx
+            usage = ctx.get_usage() if ctx is not None else None
+        except Exception:
+            pass
+        return ("usage", message, usage, 2)
+    return ("exit", message, None, getattr(error, "exit_code", 1))

@@ -45,6 +45,19 @@ _AUDIENCES = ("agent", "human")
 _SENTINEL = object()
 
 
+def _quiet(interrupt):
+    """A Ctrl-C the run has reported as Cancelled ends the process as
+    Ctrl-C does (killed by SIGINT, so a shell sees it), without its
+    traceback: the person asked for the stop, and the transcript says it.
+    Any other uncaught exception is printed as before."""
+    previous = sys.excepthook
+
+    def hook(kind, value, tb):
+        if value is not interrupt:
+            previous(kind, value, tb)
+    sys.excepthook = hook
+
+
 def _manifest_folder():
     script = sys.argv[0] if sys.argv and sys.argv[0] else ""
     return os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
@@ -228,7 +241,10 @@ class AcorTool(ProgressMixin, ResumableMixin):
         """End the run by how the block ended. A run that ends Failed ends
         the process too, with the exit code the launcher would give: 2 when
         the last error was E_USAGE, 1 otherwise (code after the block does
-        not run; ``finally`` clauses do)."""
+        not run; ``finally`` clauses do). The tool's own exit says why:
+        ``sys.exit("message")``, its argparse or click refusing its
+        arguments, a bare code, each an Error (:func:`acor.crash.
+        exit_report`); a Ctrl-C ends Cancelled, without its traceback."""
         if self._state is _RUNNING:
             try:
                 if exc_type is None:
@@ -236,9 +252,13 @@ class AcorTool(ProgressMixin, ResumableMixin):
                               else ToolState.COMPLETE)
                 elif isinstance(exc, KeyboardInterrupt):
                     self.stop(ToolState.CANCELLED)
+                    _quiet(exc)
                 elif isinstance(exc, SystemExit):
-                    ok = exc.code in (None, 0)
-                    self.stop(ToolState.COMPLETE if ok else ToolState.FAILED)
+                    if exc.code in (None, 0):
+                        self.stop(ToolState.COMPLETE)
+                    else:
+                        self._report_exit(exc, tb)
+                        self.stop(ToolState.FAILED)
                 else:
                     self._report_exception(exc, tb)
                     self.stop(ToolState.FAILED)
@@ -251,6 +271,18 @@ class AcorTool(ProgressMixin, ResumableMixin):
     def _failed_exit_code(self):
         return exitcodes.USAGE if self._last_error_code == "E_USAGE" \
             else exitcodes.FAILED
+
+    def _report_exit(self, exc, tb):
+        """Why the tool ended itself (sys.exit, its own argparse or
+        click), as an Error (see :func:`acor.crash.exit_report`)."""
+        try:
+            from . import crash  # only a failed exit pays for it
+            report = crash.exit_report(exc, tb, _manifest_folder(),
+                                       self.command, self._errored)
+        except Exception:  # the report must never hide the exit itself
+            report = {"code": "E_EXIT_1", "message": str(exc.code)}
+        if report is not None:
+            self.error(**report)
 
     def _report_exception(self, exc, tb):
         try:

@@ -18,8 +18,8 @@ import click
 from acor import exitcodes
 
 from acor.cli.commands.check_rules import (
-    Violation, expectation_violations, manifest_violations, stream_violations,
-    wrapped_findings)
+    Violation, exit_warnings, expectation_violations, manifest_violations,
+    stream_violations, wrapped_findings)
 from acor.cli.discovery.resolve import Target, resolve
 from acor.cli.textsafe import printable
 
@@ -196,6 +196,8 @@ def run_example(target: Target, argv: list[str], example: dict,
             events, where, tool_exit_code=result.tool_exit_code,
             error_code=result.error_code, state=result.state,
             late=recorder.late_events)
+        warnings = [w for w in exit_warnings(events, where, target.spec)
+                    if _first(w, where, seen)]
     problems += expectation_violations(example, result.exit_code, events,
                                        where)
     denied = _denial(result)
@@ -213,6 +215,17 @@ def run_example(target: Target, argv: list[str], example: dict,
                "duration_ms": round(result.duration * 1000),
                "ok": not problems}
     return outcome, problems, warnings
+
+
+def _first(warning: str, where: str, seen: set[str] | None) -> bool:
+    """Whether no example before this one gave the same warning."""
+    if seen is None:
+        return True
+    key = "exit warning:" + warning[len(where):]
+    if key in seen:
+        return False
+    seen.add(key)
+    return True
 
 
 def format_report(report: dict) -> str:

@@ -302,6 +302,34 @@ def wrapped_findings(events: list, where: str, spec, *,
     return found, warnings
 
 
+def exit_warnings(events: list, where: str, spec) -> list[str]:
+    """What an agent got when the tool ended itself inside ``with
+    AcorTool()`` (sys.exit, its own argparse): the library reports it, so
+    nothing is lost, but the author can say more. Each the first time."""
+    warnings = []
+    errors = [e for e in events if e.type == "error"]
+    exits = [e for e in errors if re.fullmatch(r"E_EXIT_\d+", e.code or "")]
+    if exits:
+        code = exits[0].code
+        warnings.append(
+            f"{where}: the tool ended itself with sys.exit (or an exit of "
+            f"its own), which acor reports as {code} with the message "
+            "and a generic recovery. Report the failure with "
+            'tool.fail("E_SOMETHING", message, recovery="what to do", '
+            "next=...) instead: an agent can branch on a code of yours "
+            "and follow your recovery.")
+    if not getattr(spec, "args_schema", None) and any(
+            e.code == "E_USAGE" for e in errors):
+        warnings.append(
+            f"{where}: the tool's own argument parser refused its "
+            "arguments (E_USAGE, with its usage and `--help` as next). "
+            'Declare the arguments as "args" in manifest.json and read '
+            "them with tool.parse_args(): acor then checks a call before "
+            "the tool starts, and agents and MCP clients see the "
+            "arguments as a schema.")
+    return warnings
+
+
 def _raw_sections(own, where):
     """Text that reads as a section: the tool printed a heading itself.
     It is relayed escaped, as text: it is never obeyed."""

@@ -95,8 +95,7 @@ def request_lines(tool: str, version: str | None, command: list[str],
     before answering (at a terminal, in an MCP form's message, on the
     page acor serves)."""
     person = for_person(fields, audience)
-    head = (f"{tool} asks a person to approve" if person else
-            f"{tool} needs input")
+    head = f"{tool} {_asks(fields)}" if person else f"{tool} needs input"
     lines = [head + ":",
              f"  tool:    {safe_line(tool)}"
              + (f" {safe_line(version)}" if version else ""),
@@ -107,6 +106,16 @@ def request_lines(tool: str, version: str | None, command: list[str],
                      f"only, for {APPROVAL_TTL // 60} minutes")
         lines.append("Only a person may answer this.")
     return lines
+
+
+def _asks(fields: list[Field]) -> str:
+    """What a person is asked for, in a request's heading: a secret is
+    not an approval, nor is a value only a person may give."""
+    if any(f.secret for f in fields):
+        return "asks a person for a secret"
+    if all(f.kind == "boolean" for f in fields):
+        return "asks a person to approve"
+    return "asks a person for an answer"
 
 
 def field_prompt(field: Field) -> str:

@@ -15,8 +15,10 @@ asking off; so does a stdin that is not a terminal.
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
+from contextlib import contextmanager
 
 from acor.cli.human.approval import (APPROVAL_TTL, Field, field_prompt,
                                      fields_of, request_lines)
@@ -24,7 +26,7 @@ from acor.cli.run.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Callable, Iterator
 
     from acor.cli.run.result import RunResult
     from acor.cli.signals import EarlySignals
@@ -38,6 +40,10 @@ def run_and_ask(name: str, args: list[str], options: dict,
     person = not options.get("no_input") and sys.stdin.isatty()
     result, fmt = run_named(name, args, options, words, early, person=person)
     if fmt == "rich" and person and result.state == "input_needed":
+        if early.received:  # a Ctrl-C as the run ended: no question
+            _say(f"Not asked: {name} was stopped, and nothing was "
+                 "approved.")
+            return result.exit_code
         return ask_and_rerun(
             result, name, args,
             lambda again, human: run_named(name, again, options, words,
@@ -60,14 +66,17 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
                  "answered in this run: not asking twice. The run ends "
                  "here.")
             return result.exit_code
-        for line in request_lines(name, result.version,
-                                  ["acor", name, *args], result.message or "",
-                                  fields, result.audience):
-            click.echo(line)
-        shown = time.monotonic()
         try:
-            answers = {f.name: _ask(f) for f in fields}
+            with _interruptible():
+                for line in request_lines(name, result.version,
+                                          ["acor", name, *args],
+                                          result.message or "", fields,
+                                          result.audience):
+                    click.echo(line)
+                shown = time.monotonic()
+                answers = {f.name: _ask(f) for f in fields}
         except (click.Abort, EOFError, KeyboardInterrupt):
+            click.echo("", err=True)  # off the line the question is on
             _say(f"Not answered: {name} was not run again, and nothing "
                  "was approved.")
             return result.exit_code
@@ -82,6 +91,23 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
                                  answers), fields, answers)
         result = rerun(args, human)
     return result.exit_code
+
+
+@contextmanager
+def _interruptible() -> Iterator[None]:
+    """While a person is asked, Ctrl-C (or a SIGTERM, SIGHUP) ends the
+    question at once: acor's own handlers (:mod:`cli.entry`) only note a
+    signal for the run to come, which would leave the prompt waiting and
+    cancel the run the answer starts."""
+    def refuse(signum, frame):
+        raise KeyboardInterrupt
+    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {signum: signal.signal(signum, refuse) for signum in stops}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _rerun_args(result: RunResult, name: str, args: list[str],

@@ -200,6 +200,14 @@ def content_blocks(result, cwd: str,
             # client: a section acor cannot turn into content is shown as
             # data, never a protocol error in place of the result.
             blocks.append(odd_block(event, exc))
+    if result.session and result.next and result.state in (
+            "failed", "cancelled") and not any(
+            isinstance(e, Error) and e.next for e in result.events):
+        # How a session run that did not complete resumes (the final
+        # status says it elsewhere; here statuses are in _meta).
+        blocks.append(acor_text("next", next_text(
+            "Next", result.next, next_call) + f"\nIt resumes session "
+            f"{strip_terminal(result.session)}."))
     return blocks
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 
 from acor.events import (Error, Event, InputNeeded, OutputData, Progress,
-                         Result, Session)
+                         Result, Session, Status)
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -174,7 +174,27 @@ class Collector:
         elif isinstance(event, Progress):
             import time  # already loaded: the relay's
             self.progress = (event.percent, time.monotonic())
+        elif isinstance(event, Status):
+            event = self._resumable(event)
         self.sink.emit(event)
+
+    def _resumable(self, status: Status) -> Status:
+        """A session run that ends Failed or Cancelled with no ``next``
+        of its own says how it resumes, in its final status, so every
+        format shows what the result line's ``next`` holds."""
+        if status.state not in ("failed", "cancelled") or \
+                self.next is not None or self.audience == "human" or \
+                self.policy is None:
+            return status
+        resume = _next_command(self.policy, status.state, self.session,
+                               None)
+        if resume is None:
+            return status
+        import shlex
+        note = (f"Session {self.session} resumes with the same command: "
+                f"{shlex.join(resume)}")
+        return Status(status.state, f"{status.message}\n{note}"
+                      if status.message else note)
 
     def _input_needed(self, event: InputNeeded) -> InputNeeded:
         """Remember the question. One only a person may answer (the tool

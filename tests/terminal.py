@@ -1,0 +1,112 @@
+"""A real pseudo-terminal running `acor`, driven as a person would: what
+the prompt and Ctrl-C tests type into (the `pty` module; nothing mocked)."""
+
+import os
+import platform
+import pty
+import select
+import signal
+import time
+
+from conftest import ACOR_SCRIPT
+
+# System call numbers, as /proc/PID/syscall shows what a process waits in.
+READ = {"x86_64": {0}, "aarch64": {63}}
+WAITS = {"x86_64": {7, 23, 232, 270, 271, 281, 441},  # poll, select, epoll
+         "aarch64": {22, 72, 73, 441}}
+
+
+def wait_blocked_in(pid: int, calls: dict, timeout: float = 30) -> None:
+    """Wait until ``pid`` is blocked in one of ``calls`` (by machine).
+
+    A signal that arrives after a program wrote its prompt but before it
+    entered the read (or poll) that waits for the answer does not
+    interrupt that wait: CPython's handler only notes it, and the Python
+    code that acts on it runs once the call returns. A person is never
+    that fast; a test is, on a loaded machine. So a test that types Ctrl-C
+    at a prompt first waits, as a person does, until the program waits."""
+    wanted = calls.get(platform.machine())
+    if wanted is None:
+        return  # a machine this table does not know: send at once
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/syscall") as f:
+                number = f.read().split()[0]
+        except (OSError, IndexError):
+            return  # no /proc, or not allowed to look: send at once
+        if number.isdigit() and int(number) in wanted:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{pid} never waited in {sorted(wanted)}")
+
+
+class Terminal:
+    """`acor ARGS` on a real pseudo-terminal, driven as a person would."""
+
+    def __init__(self, project, *args):
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:  # the child: acor on the terminal
+            os.chdir(project.root)
+            os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], project.env)
+        self.seen = b""
+
+    def expect(self, text: str, timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while text.encode() not in self.seen:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"never saw {text!r} in {self.seen!r}")
+            if not self._read(left):
+                raise AssertionError(f"ended before {text!r}: {self.seen!r}")
+        return self.seen.decode(errors="replace")
+
+    def echo_off(self, timeout: float = 30) -> None:
+        """Wait until the terminal no longer echoes what is typed (a
+        hidden prompt turns echo off after writing its text)."""
+        import termios
+        deadline = time.monotonic() + timeout
+        while termios.tcgetattr(self.fd)[3] & termios.ECHO:
+            if time.monotonic() >= deadline:
+                raise AssertionError(f"echo never went off: {self.seen!r}")
+            self._read(0.01)
+
+    def type(self, line: str) -> None:
+        os.write(self.fd, line.encode() + b"\r")
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return True
+        try:
+            chunk = os.read(self.fd, 65536)
+        except OSError:  # EIO: the other side closed
+            return False
+        self.seen += chunk
+        return bool(chunk)
+
+    def finish(self, timeout: float = 30) -> int:
+        """Read to the end; acor's exit code."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if not self._read(0.2):
+                break  # the terminal closed: acor has ended
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                while self._read(0.05):
+                    pass
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                os.close(self.fd)
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.05)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        raise AssertionError(f"acor did not end: {self.seen!r}")
+
+    @property
+    def text(self) -> str:
+        return self.seen.decode(errors="replace")
