@@ -39,7 +39,7 @@ from test_mcp_http import Served, http_client
 TOKEN = "t0ken-for-the-secrets-test-0123456789"
 KEY = "k3y-for-the-secrets-test-" + "0123456789" * 3
 OFFERS = kernel.offers()
-BOXABLE = OFFERS["landlock"] >= 1 and OFFERS["network"]
+BOXABLE = OFFERS["landlock"] >= 1 and OFFERS["namespaces"]
 
 # A Python tool (forked warm from the fork server): its environment, its
 # /proc/self/environ, and with "ancestors", the environ of every ancestor
