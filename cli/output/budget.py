@@ -830,11 +830,12 @@ class Budget:
         copy = object.__new__(type(event))
         for name in event.__slots__:
             setattr(copy, name, getattr(event, name))
+        stuck: set[str] = set()  # fields no cut can make smaller
         for _ in range(40):
             cost = self.cost(copy)
             if cost <= room:
                 return copy
-            name, size = _largest(copy)
+            name, size = _largest(copy, stuck)
             if name is None or size <= 8:
                 return None
             value = getattr(copy, name)
@@ -844,7 +845,8 @@ class Budget:
             elif name == "fields" and isinstance(value, dict):
                 bounded = self._bound_fields(value, target)
                 if bounded is None or bounded == value:
-                    return None  # summarised by the caller
+                    stuck.add(name)  # the message may still give way
+                    continue
                 copy.fields = bounded
             elif isinstance(value, list):
                 keep = max(0, min(len(value) - 1, target if
@@ -880,8 +882,10 @@ class Budget:
                                 if isinstance(p, dict) else p
                                 for n, p in fields.items()}))
         each = (target - fixed) // max(1, len(texts))
-        if each < 24:
+        if each < 0:
             return None
+        if each < 24:
+            each = 0  # no room for words: the texts go, the schema stays
         bounded = {}
         for name, prop in fields.items():
             if not isinstance(prop, dict):
@@ -892,7 +896,10 @@ class Budget:
                 value = prop.get(key)
                 if isinstance(value, str) and len(value) > each:
                     half = (each - 5) // 2
-                    prop[key] = value[:half] + " [...] " + value[-half:]
+                    if half > 0:
+                        prop[key] = value[:half] + " [...] " + value[-half:]
+                    else:
+                        del prop[key]
             if isinstance(prop.get("default"), str) and \
                     len(prop["default"]) > each:
                 del prop["default"]  # a cut default is not the default
@@ -1141,9 +1148,11 @@ def _outline(text: str) -> dict:
     return {"type": "scalar"}
 
 
-def _largest(event: Any) -> tuple[Optional[str], int]:
+def _largest(event: Any, stuck: Any = ()) -> tuple[Optional[str], int]:
     best, size = None, 0
     for name in event.__slots__:
+        if name in stuck:
+            continue
         value = getattr(event, name)
         if isinstance(value, str):
             length = len(value)
@@ -1151,7 +1160,7 @@ def _largest(event: Any) -> tuple[Optional[str], int]:
             length = sum(len(v) if isinstance(v, str) else 64
                          for v in value)
         elif isinstance(value, dict) and name == "fields":
-            length = len(repr(value))
+            length = len(json_dumps(value))
         else:
             continue
         if name in ("id", "state", "code", "format", "audience", "type"):
