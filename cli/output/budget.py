@@ -43,6 +43,7 @@ import shlex
 import stat
 import time
 
+from acor._safefs import Unsafe
 from acor.events import (AIDirective, Error, Event, InputNeeded, OutputData,
                          OutputFiles, Status, Text)
 
@@ -226,9 +227,8 @@ class Spill:
         except OSError as exc:
             self.error = _os_error(exc, self.directory)
             return
-        except ValueError as exc:  # Unsafe: a link, another owner
-            self.error = f"cannot write {self.directory}: " \
-                f"{getattr(exc, 'reason', exc)}"
+        except Unsafe as exc:  # a link, another owner
+            self.error = f"acor does not write there: {exc.reason}"
             return
         _load()
         self._hash = hashlib.sha256()
@@ -313,9 +313,8 @@ class Spill:
             fd, path = self._create(f".data{self._data_files}.json")
         except OSError as exc:
             return None, digest, _os_error(exc, self.directory)
-        except ValueError as exc:
-            return None, digest, f"cannot write {self.directory}: " \
-                f"{getattr(exc, 'reason', exc)}"
+        except Unsafe as exc:
+            return None, digest, f"acor does not write there: {exc.reason}"
         self._data_files += 1
         error = None
         try:
