@@ -51,9 +51,9 @@ from acor.events import (AIDirective, Error, Event, InputNeeded, OutputData,
 class Note(Text):
     """Text acor adds to a run (what the budget left out), not the tool's:
     written as text everywhere, and marked as acor's where a reader can
-    tell (an MCP block's ``_meta``)."""
-
-    __slots__ = ()
+    tell (an MCP block's ``_meta``). No ``__slots__`` of its own: an
+    event's fields are its class's ``__slots__``, and an empty tuple here
+    would hide ``text`` (a JSON line of a note had no text)."""
 
 # Loaded once the tool is starting up (Budget.started), not before the
 # spawn: `acor TOOL` is the hot path (hashlib loads OpenSSL).
@@ -689,7 +689,11 @@ class Budget:
         return path or "(not saved: " + (self.spill.error or "") + ")"
 
     def _note(self, what: str) -> str:
-        return _NOTE.format(what=what, path=self._keep())
+        self._keep()
+        if self.spill.path is None:  # never a file that holds nothing
+            return f"[acor: {what} left out here; the whole output could " \
+                f"not be saved: {self.spill.error}]"
+        return _NOTE.format(what=what, path=self.spill.path)
 
     def _gap_note_cost(self) -> int:
         """What the note for left-out text costs (at most)."""
@@ -920,23 +924,25 @@ class Budget:
         """An ending section too large for any cut, in a few words and
         its file (None for a kind that may be left out: progress, an
         intermediate status, a checkpoint, suggestions)."""
-        path = self._keep()
+        self._keep()
+        where = f"is in {self.spill.path}" if self.spill.path else \
+            f"could not be saved: {self.spill.error}"
         if isinstance(event, InputNeeded):
             head = event.message[:max(0, share // 4)]
             return self._cut(InputNeeded(
                 f"{head}\n[acor: this request was too large to show "
                 f"({_count(self.cost(event))} bytes); the whole of it, "
-                f"its fields included, is in {path}]", None,
-                event.audience, None), share)
+                f"its fields included, {where}]", None,
+                event.audience, event.next), share)
         if isinstance(event, Error):
             return self._cut(Error(
                 event.title[:max(0, share // 4)], event.code[:64],
                 f"[acor: this error was too large to show; the whole of "
-                f"it is in {path}]"), share)
+                f"it {where}]"), share)
         if isinstance(event, AIDirective):
             return self._cut(AIDirective([
                 f"[acor: a directive was too large to show; the whole of "
-                f"it is in {path}]"]), share)
+                f"it {where}]"]), share)
         return None
 
     # --- the end --------------------------------------------------------
