@@ -80,6 +80,8 @@ HELD = ("progress", "checkpoint", "status", "error", "ai_directive",
         "suggestions")
 TEXTS = ("text", "output")
 ENDINGS = ("input_needed",)
+# What always reaches the agent, whole or cut, or summarised with its file.
+MUST = ("error", "ai_directive", "output_data", "input_needed")
 _NOTE = "[acor: {what} left out here; the whole output is in {path}]"
 
 
@@ -551,8 +553,12 @@ class Budget:
                 self._hold_data(event)
                 return
             if room >= self.limit // 16:
-                self._show_cut(event, room)
-                return
+                cut = self._cut(event, room)
+                if cut is not None:
+                    self._show(cut, self.cost(cut))
+                    return
+            # Held for the end (an error, a directive) or placed as the
+            # rest are once the head is full.
             self.over = True
             self._keep()
         self._over(event)
@@ -927,23 +933,32 @@ class Budget:
         self._keep()
         where = f"is in {self.spill.path}" if self.spill.path else \
             f"could not be saved: {self.spill.error}"
+        summary: Optional[Event] = None
         if isinstance(event, InputNeeded):
             head = event.message[:max(0, share // 4)]
-            return self._cut(InputNeeded(
+            summary = InputNeeded(
                 f"{head}\n[acor: this request was too large to show "
                 f"({_count(self.cost(event))} bytes); the whole of it, "
                 f"its fields included, {where}]", None,
-                event.audience, event.next), share)
-        if isinstance(event, Error):
-            return self._cut(Error(
+                event.audience, event.next)
+            # At the least, that there is a request and where it is.
+            least: Event = InputNeeded(
+                f"[acor: a request too large to show; {where}]", None,
+                event.audience, None)
+        elif isinstance(event, Error):
+            summary = Error(
                 event.title[:max(0, share // 4)], event.code[:64],
                 f"[acor: this error was too large to show; the whole of "
-                f"it {where}]"), share)
-        if isinstance(event, AIDirective):
-            return self._cut(AIDirective([
+                f"it {where}]")
+            least = Error("[acor: an error too large to show]",
+                          event.code[:64], f"[acor: the whole error {where}]")
+        elif isinstance(event, AIDirective):
+            summary = least = AIDirective([
                 f"[acor: a directive was too large to show; the whole of "
-                f"it {where}]"]), share)
-        return None
+                f"it {where}]"])
+        else:
+            return None
+        return self._cut(summary, share) or least
 
     # --- the end --------------------------------------------------------
 
@@ -984,8 +999,13 @@ class Budget:
             items.append(event)
         placed = self._share_out(items, room - fixed - gap_note)
         used = sum(self.cost(e) for e in placed.values() if e is not None)
-        if self.gap_bytes:
+        if self.gap_bytes and used <= room - fixed - gap_note:
             self._flush_gap(True, max(0, room - fixed - gap_note - used))
+        elif self.gap_bytes:
+            # What must reach the agent took the note's room too: the
+            # files entry says how much text was left out.
+            self.tail.take()
+            self.gap_bytes = 0
         for item in held:
             shown = placed.get(id(item))
             if shown is None:
@@ -999,30 +1019,36 @@ class Budget:
         ending = event
         if isinstance(event, InputNeeded):
             ending = placed.get(id(event))
-        self._finish_files()
+        last = self.cost(ending) if ending is not None else 0
+        self._finish_files(last + (self.cost(final) if final else 0))
         if ending is not None:
-            self._show(ending, self.cost(ending))
+            self._show(ending, last)
 
     def _share_out(self, items: list, room: int) -> dict:
-        """Each item whole or cut, within ``room`` together: the smaller
-        ones whole first, the rest sharing what is left evenly."""
+        """Each item whole or cut, within ``room`` together. What must
+        reach the agent (errors, directives, the last Output Data, an
+        Input Needed) is placed first, the rest (progress, checkpoints,
+        statuses, suggestions: repeats) in what it leaves; within each,
+        the smaller ones whole first, the others sharing evenly."""
         placed: dict[int, Any] = {}
-        order = sorted(items, key=self.cost)
-        for left, item in enumerate(order):
-            share = max(0, room) // (len(order) - left)
-            cost = self.cost(item)
-            if cost <= share:
-                shown = item
-            elif isinstance(item, OutputData):
-                shown = self._fit_data(item, share)
-            else:
-                shown = self._cut(item, share)
-                if shown is None:
-                    shown = self._summary(item, share)
-            if shown is not None and self.cost(shown) > max(0, room):
-                shown = None  # nothing of it fits: left out, in the file
-            placed[id(item)] = shown
-            room -= self.cost(shown) if shown is not None else 0
+        for must in (True, False):
+            order = sorted((i for i in items if (i.type in MUST) == must),
+                           key=self.cost)
+            for left, item in enumerate(order):
+                share = max(0, room) // (len(order) - left)
+                cost = self.cost(item)
+                if cost <= share:
+                    shown = item
+                elif isinstance(item, OutputData):
+                    shown = self._fit_data(item, share)
+                else:
+                    shown = self._cut(item, share) or \
+                        self._summary(item, share)
+                if not must and shown is not None and \
+                        self.cost(shown) > max(0, room):
+                    shown = None  # nothing of it fits: left out, in the file
+                placed[id(item)] = shown
+                room -= self.cost(shown) if shown is not None else 0
         return placed
 
     def _files_cost(self) -> int:
@@ -1035,30 +1061,31 @@ class Budget:
         if self.stderr_left_out:
             cost += self.cost(self._stderr_entry(
                 (self.err_spill.keep() or "", 10 ** 15, "0" * 64)))
-            cost += self._stderr_note_cost(10 ** 15)
         return cost
 
-    def _finish_files(self) -> None:
+    def _finish_files(self, after: int = 0) -> None:
         """Close the files; name what was kept (the whole output, the
-        stderr), or say why it could not be saved."""
+        stderr), or say why it could not be saved. ``after``: what the
+        ending still to come costs."""
         self.outcome = self.spill.finish()
         err = self.err_spill.finish()
         if not self.truncated:
             return
-        entry = self._files_event(self.outcome, self.left_out,
-                                  self.left_out_bytes)
-        entries = [entry]
-        if self.stderr_left_out:
-            note = self._stderr_note(err)
-            if self.stderr_cost(note) <= self.limit - self.reserve - \
-                    self.spent:
-                self.spent += self.stderr_cost(note)
-                self.sink.stderr(note)
-            if err is not None:
-                entries.append(self._stderr_entry(err))
+        entries = [self._files_event(self.outcome, self.left_out,
+                                     self.left_out_bytes)]
+        if self.stderr_left_out and err is not None:
+            entries.append(self._stderr_entry(err))
         for entry in entries:
             self.spent += self.cost(entry)
             self.sink.emit(entry)
+        if self.stderr_left_out:
+            # Where the stderr is read (Markdown's stderr, JSON's events),
+            # when there is room left: the entry above says it anyway.
+            note = self._stderr_note(err)
+            if self.stderr_cost(note) <= self.limit - self.reserve - \
+                    self.spent - after:
+                self.spent += self.stderr_cost(note)
+                self.sink.stderr(note)
 
     def _stderr_note(self, err: Optional[tuple]) -> bytes:
         where = f"the whole stderr is in {err[0]}" if err else \
@@ -1066,15 +1093,6 @@ class Budget:
         return (f"[acor: {_count(self.stderr_left_out)} bytes of the tool's "
                 f"stderr left out to fit the output budget; {where}]\n"
                 ).encode("utf-8", "replace")
-
-    def _stderr_note_cost(self, size: int) -> int:
-        saved = self.stderr_left_out
-        self.stderr_left_out = size
-        try:
-            return self.stderr_cost(self._stderr_note(
-                (self.err_spill.path or "", 0, "")))
-        finally:
-            self.stderr_left_out = saved
 
     def _stderr_entry(self, err: tuple) -> Event:
         path, size, digest = err
@@ -1109,10 +1127,9 @@ class Budget:
                      f"Markdown): the rest could not be saved "
                      f"({self.spill.error}).")
         description = (
-            f"{whole} The stream was truncated to fit its budget of "
-            f"{_count(self.limit)} bytes (--max-output): {what}. Search or "
-            f"read this file (grep -n, sed -n 'A,Bp', acor parse) rather "
-            f"than running the tool again.")
+            f"{whole} The stream was cut to fit --max-output "
+            f"{_count(self.limit)} bytes: {what}. Search it (grep -n, sed "
+            f"-n 'A,Bp', acor parse) rather than running the tool again.")
         return OutputFiles([{"path": path, "description": description,
                              "kind": "file", "bytes": size,
                              "sha256": digest, "truncated": True}])
