@@ -289,3 +289,75 @@ def test_an_input_needed_too_large_for_a_schema_is_summarised_with_its_file(
     (whole,) = [json.loads(line) for line in done.stdout.splitlines()
                 if '"input_needed"' in line]
     assert len(whole["fields"]["pick"]["enum"]) == 256
+
+
+class _Collect:
+    def __init__(self):
+        self.events, self.err = [], b""
+
+    def emit(self, event):
+        self.events.append(event)
+
+    def stderr(self, data):
+        self.err += data
+
+
+@pytest.mark.parametrize("fmt", ["markdown", "json", "mcp"])
+def test_the_budget_is_a_hard_cap_for_any_mix_of_sections(tmp_path, fmt):
+    """The budget itself, fed mixes of every section kind and size the
+    runner can hand it (seeded, so each case is the same every run): what
+    it lets through never costs more than the budget, and every error,
+    directive, the last Output Data and the ending are among it."""
+    import random
+
+    from acor.cli.output.budget import (Budget, json_cost, markdown_cost,
+                                        mcp_cost)
+    from acor.events import (AIDirective, Checkpoint, Error, InputNeeded,
+                             Output, OutputData, Progress, Status,
+                             Suggestions, Text)
+    cost = {"markdown": markdown_cost, "json": json_cost("tool-x"),
+            "mcp": mcp_cost}[fmt]
+    makers = {
+        "text": lambda n: Text("t" * n), "output": lambda n: Output("o" * n),
+        "error": lambda n: Error("T" * min(n, 3000), "E_X", "D" * n,
+                                 "R" * min(n, 2000)),
+        "progress": lambda n: Progress(50, "p" * min(n, 500)),
+        "checkpoint": lambda n: Checkpoint("c" + "y" * min(n, 300)),
+        "suggestions": lambda n: Suggestions(["s" * min(n, 5000)] * 3),
+        "ai_directive": lambda n: AIDirective(["d" * n]),
+        "output_data": lambda n: OutputData("json", {"v": "x" * n}),
+        "list_data": lambda n: OutputData("json", list(range(n)))}
+    for seed in range(120):
+        rng = random.Random(seed)
+        limit = rng.choice([4096, 5000, 8192, 32768])
+        sink = _Collect()
+        budget = Budget(sink, limit, str(tmp_path / "out"), "tool-x", cost)
+        budget.started()
+        budget.emit(Status("ready"))
+        must = set()
+        for _ in range(rng.randint(1, 60)):
+            kind = rng.choice([*makers, "stderr"])
+            size = rng.choice([10, 500, 5000, 100_000])
+            if kind == "stderr":
+                budget.stderr(b"e" * size + b"\n")
+                continue
+            budget.emit(makers[kind](size))
+            if kind in ("error", "ai_directive", "output_data",
+                        "list_data"):
+                must.add("output_data" if kind.endswith("data") else kind)
+        if rng.random() < 0.5:
+            budget.emit(InputNeeded("M" * rng.choice([10, 100_000]), {
+                "a": {"type": "string", "description": "z" * 4000}},
+                "agent", None))
+            must.add("input_needed")
+            budget.emit(Status("input_needed"))
+        else:
+            budget.emit(Status("complete"))
+        budget.close()
+        spent = sum(cost(e) for e in sink.events) + (
+            budget.stderr_cost(sink.err) if sink.err else 0)
+        case = (seed, limit)
+        assert spent <= limit - budget.reserve, case
+        assert must <= {e.type for e in sink.events}, case
+        if fmt != "mcp":  # there the final state is the result's
+            assert sink.events[-1].type in ("status", "input_needed"), case
