@@ -11,20 +11,28 @@ without losing anything:
   to the user), from byte 0. Once the run ends, a run that was cut names
   that file in an ``## Output Files`` entry marked ``truncated``, with its
   absolute path, size and full sha256; a run that fitted leaves no file.
-- **Sections are kept, text is bounded.** The budget has three parts: the
-  head (half), the tail of text (a quarter) and the ending (a quarter).
-  Raw text and Output sections fill the head in order; once it is full,
-  the rest of the text goes into a rolling tail (the last quarter's worth)
-  and only the tail is shown, after a line saying how much was left out
-  and where the whole output is. A section too large for its share (an
-  Error with megabytes of details, a long AI Directive) is cut head and
-  tail, with the same line in the middle; a large Output Data value is
+- **Sections are kept, text is bounded.** The budget, less what the
+  format writes after it (``cost.reserve``: JSON's result line, an MCP
+  result's ``_meta``), has three parts: the ending (a quarter, at least
+  :data:`END_FLOOR` bytes), then the head (two thirds of the rest) and the
+  tail of text (a third). Raw text, Output sections and the tool's stderr
+  (where the format shows it: ``cost.stderr_cost``) fill the head in
+  order; once it is full, the rest of the text goes into a rolling tail
+  and only its end is shown, after a line saying how much was left out
+  and where the whole output is; the stderr that did not fit is kept in a
+  ``.stderr`` file beside the output's. A section too large for its share
+  (an Error with megabytes of details, a long AI Directive) is cut head
+  and tail, with the same line in the middle; a large Output Data value is
   written whole to a file of its own and summarised (size, sha256, type,
   top-level keys or length, the file).
-- **Repeats cost nothing once the head is full**: from then on progress,
-  checkpoints, intermediate statuses, errors, directives and suggestions
-  are held (the latest of each) and shown at the end, before the final
-  status; other sections are shown while the head and tail allow, then
+- **The ending always reaches the agent.** Once the head is full, the
+  latest of each repeated section (progress, checkpoints, statuses,
+  errors, directives, suggestions) and the last Output Data are held; at
+  the end, errors, directives, the last data and an Input Needed are
+  placed first (:data:`MUST`), each whole or cut within its share or
+  summarised naming its file, then the repeats, then the whole-output
+  entry and the final status; the tail of the text gets what is left.
+  Other sections are shown in place while the head and tail allow, then
   counted.
 
 ``cost(event)`` is the number of bytes the format writes for an event (0:
