@@ -287,8 +287,9 @@ def open_below(path, below, create=None):
                 where = os.path.join(base, part)
                 if stat.S_ISLNK(mode):
                     raise Unsafe(f"{where}: {LINK}") from None
-                raise Unsafe(f"{where}: it is {describe(mode)}, not a "
-                             "directory") from None
+                what = "a file" if stat.S_ISREG(mode) else describe(mode)
+                raise Unsafe(f"{where}: it is {what}, not a directory") \
+                    from None
             os.close(fd)
             fd = child
             base = os.path.join(base, part)
