@@ -245,6 +245,76 @@ class Folder:
         self.close()
 
 
+def open_below(path, below, create=None):
+    """The folder at ``path``, every component from ``below`` (an ancestor
+    of ``path``) down opened without following a link: a repository can
+    commit any of them as a link, and a tool can make one. ``create``: a
+    mode to make missing components with. None if it is missing (without
+    ``create``); Unsafe if a component is a link or not a directory;
+    OSError if one cannot be made or opened. Where the platform has no
+    ``dir_fd``, :meth:`Folder.open` (the last component only)."""
+    path = os.path.abspath(path)
+    base = os.path.abspath(below)
+    rel = os.path.relpath(path, base)
+    if rel == os.curdir or rel == os.pardir or \
+            rel.startswith(os.pardir + os.sep):
+        base, rel = os.path.dirname(path), os.path.basename(path)
+    if not _DIR_FD:  # pragma: no cover - Windows
+        return Folder.open(path, create)
+    fd = os.open(base, os.O_RDONLY | DIRECTORY | CLOEXEC)
+    try:
+        for part in rel.split(os.sep):
+            if part in ("", os.curdir):
+                continue
+            if create is not None:
+                try:
+                    os.mkdir(part, create, dir_fd=fd)
+                except FileExistsError:
+                    pass
+            try:
+                child = os.open(part, os.O_RDONLY | DIRECTORY | NOFOLLOW |
+                                CLOEXEC, dir_fd=fd)
+            except FileNotFoundError:
+                if create is not None:
+                    raise
+                return None
+            except OSError as exc:
+                try:
+                    mode = os.stat(part, dir_fd=fd,
+                                   follow_symlinks=False).st_mode
+                except OSError:
+                    raise exc from None
+                where = os.path.join(base, part)
+                if stat.S_ISLNK(mode):
+                    raise Unsafe(f"{where}: {LINK}") from None
+                what = "a file" if stat.S_ISREG(mode) else describe(mode)
+                raise Unsafe(f"{where}: it is {what}, not a directory") \
+                    from None
+            os.close(fd)
+            fd = child
+            base = os.path.join(base, part)
+    except BaseException:
+        os.close(fd)
+        raise
+    return Folder(path, fd)
+
+
+def private(folder):
+    """``folder`` owned by this user, its mode made private (0700) if it
+    was not; Unsafe if another user owns it (then it may be shared)."""
+    st = folder.stat()
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    if uid is not None and st.st_uid != uid:
+        raise Unsafe(f"{folder.path}: it is owned by uid {st.st_uid}, not "
+                     f"{uid}")
+    if stat.S_IMODE(st.st_mode) & 0o077:
+        if folder.fd is not None:
+            os.fchmod(folder.fd, 0o700)
+        else:  # pragma: no cover - Windows
+            os.chmod(folder.path, 0o700)
+    return folder
+
+
 class _Held:
     """A held ``flock``: leaving the ``with`` block releases it."""
 

@@ -16,6 +16,7 @@ a mistyped name (``numpyy``) may be a stranger's package.
 Imported only when a tool crashes.
 """
 
+import errno
 import linecache
 import os
 import shlex
@@ -122,6 +123,21 @@ def _is_tool_module(exc, tool_folder):
     return bool(path) and os.path.abspath(path).startswith(folder)
 
 
+# No space left on the device; the user's disk quota used up.
+DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def disk_full(where=None):
+    """What to do when a tool's write found the disk full."""
+    place = f"the filesystem holding {os.fspath(where)!s}" \
+        if isinstance(where, (str, bytes, os.PathLike)) else \
+        "the filesystem the tool was writing to"
+    return (f"The disk is full: no space is left on {place}. Nothing is "
+            f"wrong with the input or the tool. Free space there (`df -h` "
+            f"shows what is left; old builds, caches and `acor sessions "
+            f"--clear-output` are places to look), then run the tool again.")
+
+
 def _fields(code, message, recovery, details, next=None):
     """The keyword arguments of AcorTool.error."""
     fields = {"code": code, "message": message, "recovery": recovery,
@@ -145,6 +161,8 @@ def report(exc, tb, tool_folder) -> dict:
     where = where_details(frames, tool_folder)
     name = getattr(exc, "name", None) if isinstance(exc, ImportError) else None
     top = name.split(".")[0] if name else None
+    if isinstance(exc, OSError) and exc.errno in DISK_FULL:
+        return _fields("E_DISK_FULL", title, disk_full(exc.filename), where)
     if top is None or _is_tool_module(exc, tool_folder):
         return _fields("E_UNHANDLED_EXCEPTION", title, CRASH_RECOVERY, where)
     interpreter = f"interpreter: {sys.executable}"

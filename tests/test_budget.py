@@ -222,10 +222,9 @@ def test_memory_stays_bounded_relaying_200_mb(project, fmt):
     assert len(out) < HOLDOUT
 
 
-@pytest.mark.parametrize("option", ["--clear", "--clear-output"])
-def test_sessions_clear_removes_the_output_files(project, option):
-    """`acor sessions --clear` with no id (or --clear-output) deletes the
-    files holding whole outputs; a tool's saved session is kept."""
+def test_sessions_clear_output_removes_the_output_files(project):
+    """`acor sessions --clear-output` deletes the files holding whole
+    outputs; a tool's saved session is kept."""
     project.add_tool("flood", FLOOD)
     project.add_tool("saver", """\
         from acor import AcorTool
@@ -237,24 +236,41 @@ def test_sessions_clear_removes_the_output_files(project, option):
     project.run("saver")
     spill = project.root / ".acor" / "state" / ".output"
     assert list(spill.iterdir())
-    run = project.run("sessions", option)
+    run = project.run("sessions", "--clear-output")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Removed 1 output file(s)" in run.stdout
     assert not list(spill.iterdir())
     listed = project.run("sessions", "--json")
     assert [s["session"] for s in json.loads(listed.stdout)["sessions"]] \
         == ["keep-me"]
-    done = project.run("sessions", option, "--json")
+    done = project.run("sessions", "--clear-output", "--json")
     assert json.loads(done.stdout)["cleared_output"]["files"] == 0
 
 
-def test_sessions_clear_with_a_tool_removes_only_its_output_files(project):
+def test_a_bare_sessions_clear_is_a_usage_error_naming_both(project):
+    """Issue 32, point 11: --clear with and without an id meant two
+    things. Bare, it deletes nothing and names both commands."""
+    project.add_tool("flood", FLOOD)
+    project.run("flood", "2000000")
+    spill = project.root / ".acor" / "state" / ".output"
+    before = sorted(spill.iterdir())
+    for fmt in ([], ["--format", "json"]):
+        run = project.run(*fmt, "sessions", "--clear")
+        assert run.returncode == 2, run.stdout + run.stderr
+        assert "E_USAGE" in run.stdout
+        assert "acor sessions --clear ID" in run.stdout
+        assert "acor sessions --clear-output" in run.stdout
+        assert "Traceback" not in run.stdout + run.stderr
+    assert sorted(spill.iterdir()) == before
+
+
+def test_sessions_clear_output_with_a_tool_removes_only_its_files(project):
     project.add_tool("flood", FLOOD)
     project.add_tool("flood-two", FLOOD)
     project.run("flood", "2000000")
     project.run("flood-two", "2000000")
     spill = project.root / ".acor" / "state" / ".output"
-    run = project.run("sessions", "--clear", "--tool", "flood")
+    run = project.run("sessions", "--clear-output", "--tool", "flood")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Removed 1 output file(s) of flood" in run.stdout
     (left,) = spill.iterdir()

@@ -5,7 +5,7 @@
     csv-profile  run-42   batch-7          2024-06-01T12:00:00Z  3
     $ acor sessions --json          # {"state_dir": ..., "sessions": [...]}
     $ acor sessions --clear run-42 --tool csv-profile
-    $ acor sessions --clear         # the output files of runs over budget
+    $ acor sessions --clear-output  # the whole-output files of past runs
 
 Sessions live where tools write them (see :mod:`acor.sessions`): the
 config's ``state_dir``, passed in ``ctx.obj["state_dir"]`` by the launcher,
@@ -37,11 +37,11 @@ _LIST_HINT = "Run `acor sessions` to see the saved sessions."
 
 
 def _fail(ctx, fmt, title, code, recovery, details=None,
-          exit_code=exitcodes.USAGE):
+          exit_code=exitcodes.USAGE, next=None):
     from acor.cli.errors import LauncherError
     from acor.cli.output.formats import report
     report(LauncherError(title, recovery, code=code, details=details,
-                         exit_code=exit_code), fmt)
+                         exit_code=exit_code, next=next), fmt)
     ctx.exit(exit_code)
 
 
@@ -61,14 +61,13 @@ def _tools_with(state_dir, session_id):
 
 @click.command("sessions")
 @click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
-@click.option("--clear", "clear_id", metavar="[ID]", is_flag=False,
+@click.option("--clear", "clear_id", metavar="ID", is_flag=False,
               flag_value="",
-              help="Delete the session ID and all its checkpoints. With no "
-                   "ID: delete the output files (as --clear-output does); "
-                   "sessions are kept.")
+              help="Delete the session ID and all its checkpoints.")
 @click.option("--clear-output", is_flag=True,
               help="Delete the files that hold the whole output of runs "
-                   "that went over their output budget (--max-output).")
+                   "that went over their output budget (--max-output); "
+                   "sessions are kept.")
 @click.option("--tool", metavar="NAME",
               help="Only this tool's sessions or output files (needed by "
                    "--clear ID when several tools have a session with that "
@@ -76,19 +75,22 @@ def _tools_with(state_dir, session_id):
 @click.pass_context
 def sessions(ctx, as_json, clear_id, clear_output, tool):
     """List saved sessions (tool, session, last checkpoint, time, count),
-    or delete one with --clear ID."""
+    delete one with --clear ID, or the whole-output files of past runs
+    with --clear-output."""
     obj = ctx.obj if isinstance(ctx.obj, dict) else {}
     state_dir = obj.get("state_dir") or state_dir_from_env()
     # `acor --format json sessions` is `acor sessions --json`, as for every
     # command that prints for programs.
     as_json = as_json or obj.get("format") == "json"
     fmt = "json" if as_json else obj.get("format")
-    # A bare --clear clears what acor alone keeps of past runs (their whole
-    # output, over the budget), never the sessions: those hold a tool's
-    # resumable work, and each is deleted by its id.
-    bare_clear = clear_id == ""
-    if bare_clear:
-        clear_id, clear_output = None, True
+    if clear_id == "":
+        # Two things could be meant: a session (a tool's resumable work)
+        # or the whole outputs acor keeps; neither is guessed.
+        _fail(ctx, fmt, "--clear needs the id of the session to delete",
+              "E_USAGE", "`acor sessions --clear ID` deletes one session "
+              "(`acor sessions` lists them); `acor sessions --clear-output` "
+              "deletes the files holding the whole output of past runs.",
+              next=["acor", "sessions"])
     try:
         if tool is not None:
             validate_tool_name(tool)
@@ -97,9 +99,21 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
     except ValueError as exc:
         _fail(ctx, fmt, str(exc), "E_USAGE", _LIST_HINT)
     if clear_output:
+        from acor._safefs import Unsafe
         from acor.cli.output.budget import clear_outputs, output_dir
-        removed = clear_outputs(state_dir, tool)
         where = output_dir(state_dir)
+        try:
+            removed = clear_outputs(state_dir, tool)
+        except Unsafe as exc:
+            _fail(ctx, fmt, "The output folder is not one acor made",
+                  "E_UNSAFE_OUTPUT_DIR", "Nothing was deleted. Look at it "
+                  "and remove it yourself if nothing needs it; acor makes "
+                  "a new one.", printable(exc.reason), exitcodes.FAILED)
+        except OSError as exc:
+            _fail(ctx, fmt, "The output folder cannot be read",
+                  "E_UNSAFE_OUTPUT_DIR", "Nothing was deleted.",
+                  printable(f"{where}: {exc.strerror or exc}"),
+                  exitcodes.FAILED)
         if as_json:
             click.echo(json.dumps({"cleared_output": {
                 "files": removed, "dir": where, "tool": tool}}))
@@ -107,9 +121,6 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
             of = f" of {tool}" if tool else ""
             click.echo(f"Removed {removed} output file(s){of} from "
                        f"{printable(where)}.")
-            if bare_clear:
-                click.echo("Sessions are kept: `acor sessions` lists them, "
-                           "`acor sessions --clear ID` deletes one.")
         if clear_id is None:
             return
     if clear_id is None:

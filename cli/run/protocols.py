@@ -172,6 +172,12 @@ class WrappedProtocol:
             "again with corrected arguments.")
         details = _details(f"exit code: {returncode}", stderr_tail)
         code = known.get("code") or f"E_EXIT_{abs(returncode or 0)}"
+        if not known and DISK_FULL_TEXT in stderr_tail:
+            from acor.crash import disk_full
+            message = f"{self.spec.name} {what}: the disk is full"
+            code = "E_DISK_FULL"
+            recovery = disk_full() + " The stderr above names what it " \
+                "was writing."
         next_argv = None
         if known.get("next"):
             next_argv = expand_argv(known["next"], args)
@@ -194,6 +200,11 @@ def expand_argv(template: str, args: Sequence[str]) -> list[str]:
     return argv
 
 
+# What the C library says for ENOSPC: a program that died of a full disk
+# says it on its stderr.
+DISK_FULL_TEXT = "No space left on device"
+
+
 def crash_events(returncode: Optional[int], stderr_tail: str) -> list[Event]:
     if returncode is not None and returncode < 0:
         name = signal_name(-returncode)
@@ -203,6 +214,13 @@ def crash_events(returncode: Optional[int], stderr_tail: str) -> list[Event]:
                       "crash in native code, or killed by another process). "
                       "Run it again; if it keeps dying, check the stderr "
                       "above and the machine's memory.")
+    elif returncode and DISK_FULL_TEXT in stderr_tail:
+        from acor.crash import disk_full
+        error = Error(f"The tool exited with code {returncode}: the disk "
+                      f"is full", "E_DISK_FULL",
+                      _details(f"exit code: {returncode}", stderr_tail),
+                      disk_full() + " The stderr above names what it was "
+                      "writing.")
     elif returncode:
         error = Error(f"The tool exited with code {returncode} before "
                       f"finishing", "E_TOOL_CRASHED",
