@@ -61,7 +61,7 @@ def test_31_11_a_bad_option_around_mcp_writes_nothing_to_stdout(project,
     assert done.stdout == b""
     assert done.returncode == 2
     # In the format asked (--format json: JSON lines), on stderr.
-    assert b"## Error: " in done.stderr or b'"type": "error"' in done.stderr
+    assert b"## Error: " in done.stderr or b'"type":"error"' in done.stderr
     assert b"E_USAGE" in done.stderr or b"E_CONFIG" in done.stderr
 
 

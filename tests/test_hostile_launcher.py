@@ -277,10 +277,13 @@ def test_good_tools_still_run_and_bad_ones_never_do(hostile):
     assert not (project.root / "pwned").exists()
 
 
-def test_show_of_a_skipped_tool_is_unknown_and_runs_nothing(hostile):
+def test_show_of_a_skipped_tool_says_why_and_runs_nothing(hostile):
+    """As running it does (issue 31, item 13): the manifest is invalid,
+    and why; nothing of the tool runs."""
     project, markers, _ = hostile
     result = project.acor("show", "absolute-entry")
-    assert result.returncode == 2 and "E_UNKNOWN_TOOL" in result.stdout
+    assert result.returncode == 2 and "E_INVALID_MANIFEST" in result.stdout
+    assert "must be a path relative to its folder" in result.stdout
     assert list(markers.iterdir()) == []
 
 

@@ -281,15 +281,20 @@ from pathlib import Path
 TOOL = Path(__file__).resolve().parent
 
 
+# In the project, where the tool's box lets it write: not in its own
+# folder (a box never writes the tools dirs).
+SCRATCH = TOOL.parent.parent / "scratch"
+
+
 def copy(tmp_path):
-    # Inside the project: the tool's sandbox lets it write only there.
-    doomed = TOOL / f"doomed-{{tmp_path.name}}.txt"
+    SCRATCH.mkdir(exist_ok=True)
+    doomed = SCRATCH / f"doomed-{{tmp_path.name}}.txt"
     shutil.copy(TOOL / "sample.txt", doomed)
     return doomed
 
 
 def teardown_function():
-    for left in TOOL.glob("doomed-*.txt"):
+    for left in SCRATCH.glob("doomed-*.txt"):
         left.unlink()
 
 

@@ -20,6 +20,7 @@ import sys
 _memo: dict | None = None
 # The helper's code: run by this interpreter, with this environment.
 _HELPER = "from acor.cli.sandbox.kernel import _helper; _helper()"
+_SELF = "/proc/self/exe"
 
 
 def offers(cache_dir: str | None = None) -> dict:
@@ -64,8 +65,12 @@ def _probe() -> dict:
     try:
         null = os.open(os.devnull, os.O_RDWR)
         try:
+            # This very interpreter, by /proc/self/exe: the path a venv
+            # links to may not be one this user may look up, though the
+            # running program is theirs (argv[0] keeps the venv's paths).
             pid = os.posix_spawn(
-                sys.executable, [sys.executable, "-P", "-c", _HELPER],
+                _SELF if os.path.exists(_SELF) else sys.executable,
+                [sys.executable, "-P", "-c", _HELPER],
                 dict(os.environ),
                 file_actions=[(os.POSIX_SPAWN_DUP2, null, 0),
                               (os.POSIX_SPAWN_DUP2, write, 1),
