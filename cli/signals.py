@@ -56,6 +56,23 @@ class Cancel:
         except OSError:
             pass  # full or closed: the loop is awake or gone already
 
+    def wake_on_signals(self) -> int | None:
+        """Have the interpreter's own signal handler write to this pipe
+        as well: a signal that lands just before the relay's select would
+        otherwise wait for its Python handler until something else wakes
+        the loop. Main thread only; the previous wake-up descriptor, to
+        give back (None where it cannot be set)."""
+        try:
+            return signal.set_wakeup_fd(self._write,
+                                        warn_on_full_buffer=False)
+        except ValueError:  # not the main thread: no signal lands here
+            return None
+
+    @staticmethod
+    def stop_waking(previous: int | None) -> None:
+        if previous is not None:
+            signal.set_wakeup_fd(previous)
+
     def is_set(self) -> bool:
         return self.count > 0
 

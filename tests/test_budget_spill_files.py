@@ -229,12 +229,14 @@ def test_a_full_state_dir_names_no_unwritten_file_and_leaves_none(
     assert "acor sessions --clear-output" in out  # what to free
     assert "the whole output is in" not in out
     assert "could not be saved" in out
-    assert out.count('"done": true') == 2
+    # The final data reached the agent in both formats (JSON lines are
+    # compact: no space after the colon).
+    assert out.count('"done": true') + out.count('"done":true') == 2
     assert files == {}  # no empty file, no partial one
     lines = json_lines(out)
     result = lines[-1]
     assert result["type"] == "result" and result["truncated"] is True
-    assert result["output_file"] is None
+    assert result.get("output_file") is None  # v2 leaves nulls out
     assert not [e for e in lines if e["type"] == "output_files"]
 
 

@@ -33,9 +33,27 @@ def start_blocked(project, *args):
         return subprocess.Popen([ACOR_SCRIPT, *args], cwd=project.root,
                                 env=project.env, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE)
+                                stderr=subprocess.PIPE,
+                                preexec_fn=_default_dispositions)
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, HANDLED)
+
+
+def _default_dispositions():
+    """In the child: the handled signals at their defaults, whatever this
+    test process inherited (a signal ignored here would stay ignored in
+    acor, as `nohup` means; that is the next test's)."""
+    for signum in HANDLED:
+        signal.signal(signum, signal.SIG_DFL)
+
+
+def _signal_state(pid):
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            return [line.strip() for line in status
+                    if line.startswith(("Sig", "Shd", "State"))]
+    except OSError:
+        return []
 
 
 def interrupt_at(project, delay, *args):
@@ -47,6 +65,9 @@ def interrupt_at(project, delay, *args):
     # otherwise end on its own at end of input.
     try:
         proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        raise AssertionError(f"acor did not end {delay} s into its start: "
+                             f"{_signal_state(proc.pid)}") from None
     finally:
         if proc.poll() is None:
             proc.kill()

@@ -200,7 +200,7 @@ def content_blocks(result, cwd: str,
             # client: a section acor cannot turn into content is shown as
             # data, never a protocol error in place of the result.
             blocks.append(odd_block(event, exc))
-    if result.session and result.next and result.state in (
+    if getattr(result, "session", None) and result.next and result.state in (
             "failed", "cancelled") and not any(
             isinstance(e, Error) and e.next for e in result.events):
         # How a session run that did not complete resumes (the final

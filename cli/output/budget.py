@@ -642,8 +642,12 @@ class Budget:
             return
         self.err_spill.write(data)
         room = self.head_share - self.spent
-        if self.ended or self.over or self.stderr_left_out:
+        if self.over or self.stderr_left_out:
             room = 0
+        elif self.ended:
+            # A traceback printed as the tool exits comes after its final
+            # status: shown while the whole budget has room for it.
+            room = self.limit - self.reserve - self.spent
         if cost > room:
             shown = data[:max(0, room)]
             for _ in range(30):  # the longest head of whole lines in room
@@ -946,6 +950,10 @@ class Budget:
         self._keep()
         where = f"is in {self.spill.path}" if self.spill.path else \
             f"could not be saved: {self.spill.error}"
+        # The least form does not repeat the path (the files entry that
+        # ends the run names it): its size then does not grow with it.
+        named = "is in the whole-output file named below" \
+            if self.spill.path else f"could not be saved: {self.spill.error}"
         summary: Optional[Event] = None
         if isinstance(event, InputNeeded):
             head = event.message[:max(0, share // 4)]
@@ -956,7 +964,7 @@ class Budget:
                 event.audience, event.next)
             # At the least, that there is a request and where it is.
             least: Event = InputNeeded(
-                f"[acor: a request too large to show; {where}]", None,
+                f"[acor: a request too large to show; it {named}]", None,
                 event.audience, None)
         elif isinstance(event, Error):
             summary = Error(
@@ -964,11 +972,13 @@ class Budget:
                 f"[acor: this error was too large to show; the whole of "
                 f"it {where}]")
             least = Error("[acor: an error too large to show]",
-                          event.code[:64], f"[acor: the whole error {where}]")
+                          event.code[:64], f"[acor: the whole error {named}]")
         elif isinstance(event, AIDirective):
-            summary = least = AIDirective([
+            summary = AIDirective([
                 f"[acor: a directive was too large to show; the whole of "
                 f"it {where}]"])
+            least = AIDirective([f"[acor: a directive too large to show; "
+                                 f"it {named}]"])
         else:
             return None
         return self._cut(summary, share) or least

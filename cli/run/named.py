@@ -42,6 +42,7 @@ def run_named(name: str, args: list[str], options: dict, words: list[str],
                                            config),
                      state_dir=config.state_dir)
     cancel = early.cancel = Cancel()
+    waking = cancel.wake_on_signals()
     for signum in early.received:
         cancel.set(signum)
     try:
@@ -55,6 +56,7 @@ def run_named(name: str, args: list[str], options: dict, words: list[str],
                      person=person and fmt == "rich")
     finally:
         early.cancel = None
+        cancel.stop_waking(waking)
         cancel.close()
     sink.close()
     return result, fmt
