@@ -64,8 +64,8 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
                 workers: str | None = None) -> int:
     """Serve every tool to MCP clients (Claude Code, Claude Desktop,
     Cursor, VS Code, Codex...) over stdio, or over HTTP with --http: typed
-    arguments, progress, input requests and cancellation. Needs the extra:
-    pip install 'acor-cli[mcp]'. `acor mcp --print-config claude`, run in
+    arguments, progress, input requests and cancellation. Needs the mcp
+    extra (README, "Installing"). `acor mcp --print-config claude`, run in
     the project, writes the client's config."""
     # The token and the key are read once, here, and held in memory only:
     # gone from the environment every tool, worker and fork server
