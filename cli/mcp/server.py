@@ -2,7 +2,7 @@
 
 Claude Code, Claude Desktop, Cursor and other agent clients start this
 command and speak the Model Context Protocol on its stdin and stdout. The
-MCP SDK is an optional extra (``mcp``: the README's install lines) and is imported
+MCP SDK is an optional extra (``mcp``, see the README) and is imported
 only here, in a background thread, while :mod:`acor.cli.mcp.boot` (standard
 library only) answers the client's opening request. The click command is
 :mod:`acor.cli.commands.mcp`.
