@@ -23,9 +23,17 @@ import startup
 import streams
 
 
+# BENCH_ONLY="tool import,launcher overhead": only the rows named, e.g. to
+# compare two Pythons (`make bench PYTHON=... VENV=...`) on what differs.
+ONLY = {name.strip() for name in os.environ.get("BENCH_ONLY", "").split(",")
+        if name.strip()}
+
+
 def measure(name, target, unit, row):
     """Run one row; a row that raises is a miss, shown with its error, and
-    the other rows still run."""
+    the other rows still run. None: a row BENCH_ONLY leaves out."""
+    if ONLY and name not in ONLY:
+        return None
     try:
         return row()
     except Exception as exc:
@@ -85,9 +93,10 @@ def rows(work, env):
                     "2,000 progress + 2,000 checkpoints", 60)),
         measure("checkpoint", 2.0, "ms", budget.checkpoint_cost),
     ]
-    results += startup.discovery(env, big, small)
-    results += mcp_rows.mcp_rows()
-    return results
+    if not ONLY:
+        results += startup.discovery(env, big, small)
+        results += mcp_rows.mcp_rows()
+    return [result for result in results if result is not None]
 
 
 def header(where, load_before):
