@@ -200,7 +200,14 @@ class _Forked(_Spawned):
     """A tool started as :class:`_Spawned` starts one, but by ``fork``, so
     that the child enters its sandbox (:mod:`acor.cli.sandbox.enter`)
     before it ``exec``s the tool: what the tool runs inherits the box. Why
-    the child could not start comes back on a pipe closed by ``exec``."""
+    the child could not start comes back on a pipe closed by ``exec``.
+
+    Why a fork is safe here: ``acor TOOL`` forks before any thread of its
+    own starts; ``acor mcp`` and ``acor_run`` (threads) start tools through
+    the single-threaded fork server and come here only when it could not
+    start. In that case the child makes system calls through functions
+    loaded before the fork (no import, no lock another thread may hold)
+    and then executes the tool."""
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str],
                  pass_fds: Sequence[int], inherit_stdin: bool,
