@@ -42,13 +42,14 @@ def anyio_backend():
 
 class Served:
     """`acor mcp --http --port 0 ARGS...` in the project: its URL once it
-    listens, its stderr kept, stopped (SIGTERM) when the test ends."""
+    listens, its stderr kept, stopped (SIGTERM) when the test ends; run
+    through ``as_user`` (a command prefix such as setpriv) when given."""
 
-    def __init__(self, project, *args, env=None):
+    def __init__(self, project, *args, env=None, as_user=()):
         full_env = {**project.env, **(env or {})}
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "acor", "mcp", "--http", "--port", "0",
-             *args], cwd=project.root, env=full_env,
+            [*as_user, sys.executable, "-m", "acor", "mcp", "--http",
+             "--port", "0", *args], cwd=project.root, env=full_env,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.err: list[str] = []
         self._listening = threading.Event()

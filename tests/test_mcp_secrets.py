@@ -15,11 +15,9 @@ the manifest on the server when the answer arrives.
 import base64
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -219,26 +217,6 @@ def _cmdline(pid) -> bytes:
         return b""
 
 
-class _ServedAs(Served):
-    """``acor mcp --http --port 0``, as the user ``as_user`` names."""
-
-    def __init__(self, project, as_user, *args, env=None):
-        self.process = subprocess.Popen(
-            [*as_user, sys.executable, "-m", "acor", "mcp", "--http",
-             "--port", "0", *args],
-            cwd=project.root, env={**project.env, **(env or {})},
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.err = []
-        self._listening = threading.Event()
-        threading.Thread(target=self._drain, daemon=True).start()
-        if not self._listening.wait(30):
-            self.stop()
-            raise AssertionError("never listened:\n" + "".join(self.err))
-        found = re.search(r"serving at (http://\S+/mcp)", self.err[0])
-        assert found, self.err
-        self.url = found.group(1)
-
-
 @pytest.mark.anyio
 @pytest.mark.parametrize("args", [[], ["--workers", "2"]],
                          ids=["one-process", "workers"])
@@ -257,8 +235,8 @@ async def test_the_servers_environ_is_closed_to_the_users_other_processes(
     as_user = _as_user()
     control = subprocess.Popen([*as_user, "sleep", "60"],
                                env={"SECRET": TOKEN})
-    server = _ServedAs(project, as_user, *args,
-                       env={"ACOR_MCP_TOKEN": TOKEN})
+    server = Served(project, *args, as_user=as_user,
+                    env={"ACOR_MCP_TOKEN": TOKEN})
     try:
         assert _reads(control.pid, as_user)  # the reader can read
         assert not _reads(server.process.pid, as_user)
