@@ -281,7 +281,10 @@ def _incomplete_tail(text: str, hold: int) -> int:
     """Where a trailing escape sequence (or a CR that may be half of a CR
     LF) begins that the next piece could complete, else ``len(text)``."""
     if text.endswith("\r"):
-        return len(text) - 1
+        # The whole run of CRs: the last may be a CR LF's, and whether the
+        # others are lone CRs (line breaks) or the text's trailing CRs
+        # (dropped) only the rest of the text can say; at most ``hold``.
+        return max(len(text.rstrip("\r")), len(text) - hold)
     begin = max(0, len(text) - hold)
     start = max(text.rfind(opener, begin)
                 for opener in "\x1b\x90\x98\x9b\x9d\x9e\x9f")
