@@ -21,6 +21,7 @@ from hypothesis import given, settings, strategies as st
 from acor.cli.textsafe import (StreamCleaner, clean_event, clean_value,
                                strip_terminal)
 from acor.events import Error, OutputData
+from test_export import strings  # every string of a JSON value, keys too
 
 # Every code point an agent must not be handed raw: C0 but \t and \n,
 # DEL, C1, the bidi controls, the line and paragraph separators.
@@ -71,19 +72,6 @@ with AcorTool() as tool:
             next=["acor", "ctl", BAD])
     tool.output({"done": True})
 ''' % HOSTILE
-
-
-def strings(value):
-    """Every string in a JSON value, keys included."""
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield key
-            yield from strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from strings(item)
 
 
 def assert_clean(text, where):
