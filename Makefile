@@ -52,7 +52,7 @@ demo: $(STAMP)
 # (which, with build, this target installs into the venv): publishing is
 # then `twine upload dist/*`. Until acor-cli is on the package index, the
 # wheel is how acor is installed elsewhere: pip install dist/acor_cli-*.whl
-# (README, "Installing"). tests/test_install.py builds and installs one too.
+# (README, "Installing"). tests/project/test_install.py builds and installs one too.
 dist: $(TSTAMP)
 	$(BIN)/python -m pip install --quiet build twine
 	rm -rf dist build
