@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from acor.cli.commands import check_rules as conformance
+from acor.cli.commands import check_rules
 from acor.cli.commands.check_rules import (expectation_violations, manifest_violations,
                                   stream_violations)
 from acor.events import (Error, InputNeeded, Output, OutputData, Progress,
@@ -19,7 +19,7 @@ from conftest import REPO
 
 def test_the_schema_is_a_valid_draft_2020_12_schema():
     import jsonschema
-    schema = conformance.load_schema()
+    schema = check_rules.load_schema()
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     jsonschema.Draft202012Validator.check_schema(schema)
 
@@ -33,7 +33,7 @@ MANIFESTS = sorted([*REPO.glob("tools/*/manifest.json"),
 def test_every_manifest_in_the_repository_matches_the_schema(path):
     import jsonschema
     jsonschema.validate(json.loads(path.read_text()),
-                        conformance.load_schema(),
+                        check_rules.load_schema(),
                         cls=jsonschema.Draft202012Validator)
 
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from acor.cli.commands import check_rules as conformance
+from acor.cli.commands import check_rules
 from acor.cli.commands.new import name_problem, new_command, tool_files
 
 from conftest import base_env
@@ -48,7 +48,7 @@ def test_the_generated_files_are_valid():
 
 def manifest_problems(manifest):
     return [(v.where, v.problem) for v in
-            conformance.manifest_violations(manifest)]
+            check_rules.manifest_violations(manifest)]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from acor.cli.discovery import cache
 
-from acor.cli.discovery import registry as discover
+from acor.cli.discovery import registry
 
 from acor.cli.discovery import sources
 from acor.cli.discovery.registry import Registry, load_registry
