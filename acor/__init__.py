@@ -12,8 +12,6 @@ The public names are listed in ``__all__``. Each is loaded on first use
 what it touches: ``from acor import AcorTool`` loads the tool and no more.
 """
 
-__version__ = "0.2.0"
-
 __all__ = [
     "AcorError",
     "AcorStateError",
@@ -32,6 +30,7 @@ __all__ = [
 
 # Where each lazy name lives: (module, attribute or None for the module).
 _LAZY = {
+    "__version__": ("events", "__version__"),
     "AcorTool": ("tool", "AcorTool"),
     "ToolState": ("toolstate", "ToolState"),
     "AcorError": ("errors", "AcorError"),
@@ -51,6 +50,7 @@ _LAZY = {
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import args, events, exitcodes, framing, grammar
+    from .events import __version__
     from .errors import AcorError, AcorStateError
     from .grammar import Parser, parse, render
     from .tool import AcorTool
