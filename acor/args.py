@@ -416,8 +416,9 @@ def _describe(value: object) -> str:
     return f"a {type(value).__name__}"
 
 
-_A: dict[object, str] = {"string": "a string", "integer": "an integer", "number": "a number",
-      "boolean": "a boolean", "array": "an array"}
+_A: dict[object, str] = {
+    "string": "a string", "integer": "an integer", "number": "a number",
+    "boolean": "a boolean", "array": "an array"}
 
 
 def _is(kind: object, value: object) -> bool:

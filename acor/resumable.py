@@ -22,8 +22,6 @@ if TYPE_CHECKING:
         """What ResumableMixin needs of the class it is mixed into."""
         name: str
         _lock: _thread.RLock
-        _session: str | None  # None until session()
-        _store: SessionStore | None  # None until session()
 
         def _emit(self, what: str, event: Event) -> Self: ...
         def _require_running(self, what: str) -> None: ...
@@ -35,8 +33,11 @@ else:
 
 class ResumableMixin(_Base):
     """For AcorTool, which provides what ``_Host`` lists: name, _lock,
-    _emit(what, event), _require_running(what), and _session and _store
-    (None at first)."""
+    _emit(what, event), _require_running(what); and sets _session and
+    _store to None at first."""
+
+    _session: str | None  # None until session()
+    _store: SessionStore | None  # None until session()
 
     def session(self, session_id: str, keep: int | None = None
                 ) -> Self:

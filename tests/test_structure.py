@@ -6,8 +6,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = {"acor": REPO / "acor", "acor.cli": REPO / "cli"}
 
@@ -109,8 +107,9 @@ def test_a_package_edge_and_a_type_checking_import_close_a_cycle(tmp_path):
     package.mkdir()
     (package / "__init__.py").write_text(
         "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .a import A\n")
-    (package / "a.py").write_text(
-        "def version():\n    from . import __version__\n    return __version__\n")
+    (package / "a.py").write_text("def version():\n"
+                                  "    from . import __version__\n"
+                                  "    return __version__\n")
     (package / "b.py").write_text("import pkg\n")
     found = {"pkg": package / "__init__.py", "pkg.a": package / "a.py",
              "pkg.b": package / "b.py"}
