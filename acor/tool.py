@@ -255,7 +255,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         exit_report`); a Ctrl-C ends Cancelled, without its traceback."""
         if self._state is _RUNNING:
             try:
-                if exc_type is None:
+                if exc is None:  # the with statement: iff exc_type is None
                     self.stop(ToolState.FAILED if self._errored
                               else ToolState.COMPLETE)
                 elif isinstance(exc, KeyboardInterrupt):
