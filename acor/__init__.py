@@ -12,6 +12,10 @@ The public names are listed in ``__all__``. Each is loaded on first use
 what it touches: ``from acor import AcorTool`` loads the tool and no more.
 """
 
+# A new public name takes three lines, side by side below: its name in
+# __all__, where it lives in _LAZY, and its import in the TYPE_CHECKING
+# block (for type checkers; the interpreter loads it on first use).
+# tests/test_import.py checks that every name in __all__ resolves.
 __all__ = [
     "AcorError",
     "AcorStateError",
