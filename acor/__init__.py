@@ -69,7 +69,7 @@ def _strict_warnings() -> None:
     first, so this is the one place that can set it."""
     import os  # built in, already loaded by the interpreter
     if os.environ.get("ACOR_STRICT_WARNINGS") == "1":
-        import warnings
+        import warnings  # only acor's own test suite sets the switch
         warnings.filterwarnings("error", category=DeprecationWarning,
                                 module=r"acor(\.|$)")
 

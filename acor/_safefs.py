@@ -345,7 +345,7 @@ class _Held:
 def _filelock(path: str, timeout: float | None
               ) -> Lock:  # pragma: no cover - Windows
     try:
-        import filelock
+        import filelock  # not in the standard library: Windows only
     except ImportError:
         raise ImportError("locking needs filelock here: "
                           "pip install filelock") from None

@@ -381,7 +381,7 @@ def read_fenced(body: str, decode: bool = True) -> tuple[str, Any] | None:
     if format == "json" and not decode:
         return format, RawJSON(data)
     if format == "json":
-        from . import jsonlines  # only JSON blocks pay for json
+        from . import jsonlines  # json, 2 ms: only JSON blocks pay for it
         try:
             data = jsonlines.loads(data)
         except ValueError:

@@ -59,5 +59,5 @@ def render(event: Event) -> str:
             return _section(heading, event.message)
     elif isinstance(event, Output) and _plain(event.text):
         return _section("Output", event.text)
-    from . import grammar  # re and json: the point of this module
+    from . import grammar  # re, 8 ms: what this module saves most runs
     return grammar.render(event)

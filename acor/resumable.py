@@ -54,7 +54,7 @@ class ResumableMixin(_Base):
         1000); a tool whose state is large and cumulative needs only the
         newest one or two, and every save rewrites the whole file.
         """
-        from . import sessions  # only tools that use sessions pay for it
+        from . import sessions  # json and re: only tools with sessions pay
         # The store checks the tool name; the session id is checked here,
         # before the Session section says it exists.
         sessions.validate_session_id(session_id)

@@ -81,7 +81,7 @@ def _read_manifest() -> tuple[dict[str, Any], str]:
     except OSError:
         raw = None
     if raw is not None:
-        import json  # only tools that name themselves by manifest pay for it
+        import json  # 2 ms: only tools named by their manifest pay for it
         try:
             manifest = json.loads(raw)
         except ValueError:
@@ -136,7 +136,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         if "ACOR_HUMAN_FD" in os.environ:
             # What a person gave, taken now: a program the tool starts
             # before parse_args() must not inherit the pipe.
-            from . import human
+            from . import human  # only a run a person answered for pays
             human.take()
 
     @property
@@ -312,7 +312,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         if state.lower() in ("complete", "failed", "cancelled"):
             raise ValueError(f"status({state!r}) would end the transcript; "
                              f"call stop(ToolState.{state.upper()}) instead")
-        from . import grammar
+        from . import grammar  # re, 8 ms: only a custom status pays for it
         if not grammar.is_state_word(state):
             raise ValueError(f"status state must be a short label (letters, "
                              f"digits, spaces, '_', '-'; at most 64) starting "
@@ -445,7 +445,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
                     f"(see acor.args), or parse_args(schema=...)")
         argv = sys.argv[1:] if argv is None else list(argv)
         description = self._manifest_data().get("description")
-        from . import argparsing, human
+        from . import argparsing, human  # with args, as above
         try:
             return argparsing.parse(schema, argv, " ".join(self.command()),
                                     description if isinstance(description,
@@ -455,7 +455,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self.start().output(asked.text.rstrip("\n")).stop()
             raise SystemExit(exitcodes.OK) from None
         except args.UsageError as wrong:
-            import shlex
+            import shlex  # re, 8 ms: only a refused command line pays
             help_argv = self.command("--help")
             if wrong.fixed is not None:  # the user's command, one word fixed
                 self.fail("E_USAGE", wrong.message, details=wrong.usage,
@@ -470,7 +470,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
     def heartbeat(self) -> Self:
         """A sign of life during long silent work, for the launcher's idle
         timeout (run directly: an HTML comment readers do not show)."""
-        from .grammar import HEARTBEAT_LINE
+        from .grammar import HEARTBEAT_LINE  # re: run directly only
         line = (framing.heartbeat_frame(self._token) if self._token
                 else HEARTBEAT_LINE + "\n")
         with self._lock:
