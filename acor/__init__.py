@@ -12,8 +12,10 @@ The public names are listed in ``__all__``. Each is loaded on first use
 what it touches: ``from acor import AcorTool`` loads the tool and no more.
 """
 
-__version__ = "0.2.0"
-
+# A new public name takes three lines, side by side below: its name in
+# __all__, where it lives in _LAZY, and its import in the TYPE_CHECKING
+# block (for type checkers; the interpreter loads it on first use).
+# tests/test_import.py checks that every name in __all__ resolves.
 __all__ = [
     "AcorError",
     "AcorStateError",
@@ -32,6 +34,7 @@ __all__ = [
 
 # Where each lazy name lives: (module, attribute or None for the module).
 _LAZY = {
+    "__version__": ("events", "__version__"),
     "AcorTool": ("tool", "AcorTool"),
     "ToolState": ("toolstate", "ToolState"),
     "AcorError": ("errors", "AcorError"),
@@ -51,6 +54,7 @@ _LAZY = {
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import args, events, exitcodes, framing, grammar
+    from .events import __version__
     from .errors import AcorError, AcorStateError
     from .grammar import Parser, parse, render
     from .tool import AcorTool
@@ -65,7 +69,7 @@ def _strict_warnings() -> None:
     first, so this is the one place that can set it."""
     import os  # built in, already loaded by the interpreter
     if os.environ.get("ACOR_STRICT_WARNINGS") == "1":
-        import warnings
+        import warnings  # only acor's own test suite sets the switch
         warnings.filterwarnings("error", category=DeprecationWarning,
                                 module=r"acor(\.|$)")
 

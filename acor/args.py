@@ -41,8 +41,16 @@ builds from a schema the parser :meth:`acor.AcorTool.parse_args` uses;
 agents.
 """
 
+from __future__ import annotations
+
 import json
 import math
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
+    from typing import Any
+
+    Schema = dict[str, Any]  # a JSON object: an args schema or a property
 
 SCALARS = ("string", "integer", "number", "boolean")
 _TOP_KEYS = {"type", "properties", "required", "additionalProperties",
@@ -60,7 +68,8 @@ class UsageError(Exception):
     line, as argparse prints it; ``fixed``, when one word can be told, the
     same arguments with that word corrected (they parse), else None."""
 
-    def __init__(self, message, usage, fixed=None):
+    def __init__(self, message: str, usage: str,
+                 fixed: list[str] | None = None) -> None:
         super().__init__(message)
         self.message, self.usage, self.fixed = message, usage, fixed
 
@@ -68,14 +77,14 @@ class UsageError(Exception):
 class HelpRequested(Exception):
     """``--help`` was given; ``text`` is the help."""
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
 
 
 # --- the schema -----------------------------------------------------------
 
-def schema_problems(schema) -> "list[str]":
+def schema_problems(schema: object) -> list[str]:
     """Every way ``schema`` is not an args schema this module understands;
     [] when it is."""
     if not isinstance(schema, dict):
@@ -83,6 +92,21 @@ def schema_problems(schema) -> "list[str]":
     props = schema.get("properties", {})
     if not isinstance(props, dict):
         return [f"args.properties must be an object, not {_describe(props)}"]
+    problems = _top_problems(schema, props)
+    flags: set[str] = set()
+    for name, prop in props.items():
+        if not (isinstance(name, str) and name.isascii() and name.replace(
+                "_", "a").replace("-", "a").isalnum()):
+            problems.append(f"args.properties: {name!r} is not a name of "
+                            f"letters, digits, '_' and '-'")
+        problems += _property_problems(f"args.properties.{name}", prop)
+        problems += _flag_twice(name, prop, flags)
+    return problems + _position_problems(props)
+
+
+def _top_problems(schema: Schema, props: Schema) -> list[str]:
+    """The schema's own keys: unknown ones, its type, additionalProperties
+    and required."""
     problems = [f"args: unknown key {key!r}" for key in schema
                 if key not in _TOP_KEYS]
     if schema.get("type", "object") != "object":
@@ -97,28 +121,32 @@ def schema_problems(schema) -> "list[str]":
         problems += [f"args.required: {r!r} is human-only: the tool asks "
                      f"for it (input_needed) when no person gave it"
                      for r in required if is_human(props[r])]
-    positions, flags = {}, set()
+    return problems
+
+
+def _flag_twice(name: str, prop: object, flags: set[str]) -> list[str]:
+    """A flag another property already took (``flags``, which this adds
+    to). What _property_problems reports as wrong is not collected."""
+    where = prop.get("x-acor") if isinstance(prop, dict) else None
+    if not isinstance(where, dict) or "position" in where:
+        return []
+    flag = where.get("flag")
+    if not isinstance(flag, str):
+        return []
+    if flag in flags:
+        return [f"args.properties.{name}: flag {flag} is used twice"]
+    flags.add(flag)
+    return []
+
+
+def _position_problems(props: Schema) -> list[str]:
+    """Positions 0, 1, 2, ... without gaps, only the last an array."""
+    positions = {}
     for name, prop in props.items():
-        if not (isinstance(name, str) and name.isascii() and name.replace(
-                "_", "a").replace("-", "a").isalnum()):
-            problems.append(f"args.properties: {name!r} is not a name of "
-                            f"letters, digits, '_' and '-'")
-        problems += _property_problems(f"args.properties.{name}", prop)
         where = prop.get("x-acor") if isinstance(prop, dict) else None
-        if not isinstance(where, dict):
-            continue
-        # What _property_problems reports as wrong is not collected here.
-        position, flag = where.get("position"), where.get("flag")
-        if "position" in where:
-            if type(position) is int:
-                positions[position] = name
-        elif not isinstance(flag, str):
-            continue
-        elif flag in flags:
-            problems.append(f"args.properties.{name}: flag {flag} is used "
-                            f"twice")
-        else:
-            flags.add(flag)
+        if isinstance(where, dict) and type(where.get("position")) is int:
+            positions[where["position"]] = name
+    problems = []
     if sorted(positions) != list(range(len(positions))):
         problems.append(f"positions must be 0, 1, 2, ... without gaps or "
                         f"repeats, not {sorted(positions)}")
@@ -130,24 +158,11 @@ def schema_problems(schema) -> "list[str]":
     return problems
 
 
-def _property_problems(path, prop):
+def _property_problems(path: str, prop: object) -> list[str]:
     if not isinstance(prop, dict):
         return [f"{path} must be an object"]
-    problems = [f"{path}: unknown key {key!r}" for key in prop
-                if key not in _KEYS]
     kind = prop.get("type")
-    if kind == "array":
-        items = prop.get("items")
-        if not isinstance(items, dict) or items.get("type") not in \
-                ("string", "integer", "number"):
-            problems.append(f"{path}.items must be a string, integer or "
-                            f"number schema")
-    elif kind not in SCALARS:
-        problems.append(f"{path}.type must be one of {', '.join(SCALARS)} "
-                        f"or array, not {kind!r}")
-    if "enum" in prop and not (isinstance(prop["enum"], list)
-                               and prop["enum"]):
-        problems.append(f"{path}.enum must be a non-empty list")
+    problems = _type_problems(path, prop, kind)
     problems += _keyword_problems(path, prop, kind)
     where = prop.get("x-acor")
     if isinstance(where, dict) and where.get("human") is not None:
@@ -160,18 +175,46 @@ def _property_problems(path, prop):
         return problems + [f'{path}: x-acor needs "position" or "flag"'
                            f' (or "human": true: only a person gives it)']
     # Other x-acor keys are ignored: later versions may add some.
-    for bound in ("minimum", "maximum"):
-        if bound in prop and (isinstance(prop[bound], bool) or
-                              not isinstance(prop[bound], (int, float))):
-            problems.append(f"{path}.{bound} must be a number")
+    return problems + _bound_problems(path, prop) + \
+        _placement_problems(path, prop, where, kind)
+
+
+def _type_problems(path: str, prop: Schema, kind: object) -> list[str]:
+    """Unknown keys, the type (an array's items), an empty enum."""
+    problems = [f"{path}: unknown key {key!r}" for key in prop
+                if key not in _KEYS]
+    if kind == "array":
+        items = prop.get("items")
+        if not isinstance(items, dict) or items.get("type") not in \
+                ("string", "integer", "number"):
+            problems.append(f"{path}.items must be a string, integer or "
+                            f"number schema")
+    elif kind not in SCALARS:
+        problems.append(f"{path}.type must be one of {', '.join(SCALARS)} "
+                        f"or array, not {kind!r}")
+    if "enum" in prop and not (isinstance(prop["enum"], list)
+                               and prop["enum"]):
+        problems.append(f"{path}.enum must be a non-empty list")
+    return problems
+
+
+def _bound_problems(path: str, prop: Schema) -> list[str]:
+    return [f"{path}.{bound} must be a number"
+            for bound in ("minimum", "maximum")
+            if bound in prop and (isinstance(prop[bound], bool) or
+                                  not isinstance(prop[bound], (int, float)))]
+
+
+def _placement_problems(path: str, prop: Schema, where: Schema,
+                        kind: object) -> list[str]:
+    """Where a value goes on the command line: a position or a flag."""
+    problems = []
     if "position" in where:
         if type(where["position"]) is not int or where["position"] < 0:
             problems.append(f"{path}: x-acor position must be 0 or more")
         if kind == "boolean":
             problems.append(f"{path}: a boolean must be a flag")
-    elif not (isinstance(where["flag"], str) and where["flag"].startswith("-")
-              and len(where["flag"]) > 1 and where["flag"].isprintable()
-              and " " not in where["flag"] and "=" not in where["flag"]):
+    elif not _looks_like_flag(where["flag"]):
         problems.append(f"{path}: x-acor flag must look like --name")
     if where.get("repeat") and kind != "array":
         problems.append(f"{path}: x-acor repeat is for arrays")
@@ -180,10 +223,15 @@ def _property_problems(path, prop):
     return problems
 
 
+def _looks_like_flag(flag: object) -> bool:
+    return (isinstance(flag, str) and flag.startswith("-") and len(flag) > 1
+            and flag.isprintable() and " " not in flag and "=" not in flag)
+
+
 LEVELS = ("standard", "high")
 
 
-def _human_problems(path, prop, where):
+def _human_problems(path: str, prop: Schema, where: Schema) -> list[str]:
     """A human-only argument: no place on the command line, a scalar,
     no default (what no person gave is None)."""
     problems = []
@@ -205,20 +253,16 @@ def _human_problems(path, prop, where):
     if where.get("level", "standard") not in LEVELS:
         problems.append(f'{path}: x-acor "level" must be "standard" or '
                         f'"high"')
-    for bound in ("minimum", "maximum"):
-        if bound in prop and (isinstance(prop[bound], bool) or
-                              not isinstance(prop[bound], (int, float))):
-            problems.append(f"{path}.{bound} must be a number")
-    return problems
+    return problems + _bound_problems(path, prop)
 
 
-def is_human(prop) -> bool:
+def is_human(prop: object) -> bool:
     """Whether property ``prop`` is given only by a person."""
     where = prop.get("x-acor") if isinstance(prop, dict) else None
     return isinstance(where, dict) and where.get("human") is True
 
 
-def human_names(schema) -> "list[str]":
+def human_names(schema: object) -> list[str]:
     """The human-only arguments of ``schema`` (any dict: [] when it has
     none or is not a schema)."""
     props = schema.get("properties") if isinstance(schema, dict) else None
@@ -238,7 +282,7 @@ _ITEM_KEYS = {"type", "description", "title", "enum", "minimum", "maximum",
               "x-acor"}
 
 
-def _keyword_problems(path, prop, kind):
+def _keyword_problems(path: str, prop: Schema, kind: object) -> list[str]:
     """Keywords that do not apply to ``kind``, and values of the ones that
     do that no call could satisfy or that the type cannot hold."""
     if not isinstance(kind, str) or kind not in _APPLIES:
@@ -247,16 +291,32 @@ def _keyword_problems(path, prop, kind):
                 for key in ("enum", "default", "minimum", "maximum", "items")
                 if key in prop and key not in _APPLIES[kind]]
     if kind == "array" and isinstance(prop.get("items"), dict):
-        items = prop["items"]
-        problems += [f"{path}.items: unknown key {key!r}" for key in items
-                     if key not in _ITEM_KEYS]
-        if items.get("type") in SCALARS:
-            problems += _keyword_problems(f"{path}.items", items,
-                                          items["type"])
-            problems += [f"{path}.items.default: defaults belong to the "
-                         "array"] if "default" in items else []
+        problems += _items_problems(f"{path}.items", prop["items"])
     if problems or kind == "boolean":
         return problems  # a boolean's default: checked with its flag
+    problems = _range_problems(path, prop)
+    if isinstance(prop.get("enum"), list):  # not an array's: see above
+        problems += [f"{path}.enum: {_describe(choice)} is not {_A[kind]}"
+                     for choice in prop["enum"] if not _is(kind, choice)]
+    if prop.get("default") is not None and not problems:
+        problems += _default_problems(path, prop, kind)
+    return problems
+
+
+def _items_problems(path: str, items: Schema) -> list[str]:
+    """An array's ``items``: its keys, its keywords, no default."""
+    problems = [f"{path}: unknown key {key!r}" for key in items
+                if key not in _ITEM_KEYS]
+    if items.get("type") in SCALARS:
+        problems += _keyword_problems(path, items, items["type"])
+        if "default" in items:
+            problems.append(f"{path}.default: defaults belong to the array")
+    return problems
+
+
+def _range_problems(path: str, prop: Schema) -> list[str]:
+    """Finite bounds, the minimum not above the maximum."""
+    problems = []
     for bound in ("minimum", "maximum"):
         value = prop.get(bound)
         if isinstance(value, float) and not math.isfinite(value):
@@ -266,45 +326,46 @@ def _keyword_problems(path, prop, kind):
             prop["minimum"] > prop["maximum"]:
         problems.append(f"{path}: minimum is above maximum, so no value "
                         "fits")
-    if isinstance(prop.get("enum"), list):  # not an array's: see above
-        problems += [f"{path}.enum: {_describe(choice)} is not {_A[kind]}"
-                     for choice in prop["enum"] if not _is(kind, choice)]
-    if prop.get("default") is not None and not problems:
-        try:
-            bad = value_problems("default", {
-                k: v for k, v in prop.items() if k != "x-acor"},
-                prop["default"]) if kind != "array" or \
-                isinstance(prop.get("items"), dict) else []
-        except (TypeError, KeyError):
-            bad = ["default: cannot be checked"]
-        problems += [f"{path}.{p}" for p in bad]
     return problems
 
 
-def _is_number(value):
+def _default_problems(path: str, prop: Schema, kind: str) -> list[str]:
+    """A default the property's own type and keywords refuse."""
+    if kind == "array" and not isinstance(prop.get("items"), dict):
+        return []
+    try:
+        bad = value_problems("default", {
+            k: v for k, v in prop.items() if k != "x-acor"}, prop["default"])
+    except (TypeError, KeyError):
+        bad = ["default: cannot be checked"]
+    return [f"{path}.{p}" for p in bad]
+
+
+def _is_number(value: object) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def checked_properties(schema):
+def checked_properties(schema: Schema) -> Schema:
     """The schema's properties; SchemaError lists every problem."""
     problems = schema_problems(schema)
     if problems:
         raise SchemaError("invalid args schema: " + "; ".join(problems))
-    return schema.get("properties", {})
+    props: Schema = schema.get("properties", {})
+    return props
 
 
-def positionals(props):
+def positionals(props: Schema) -> list[str]:
     """Names of the positional properties, in position order."""
     return sorted((n for n, p in props.items() if "position" in p["x-acor"]),
                   key=lambda n: props[n]["x-acor"]["position"])
 
 
-def flag_names(props):
+def flag_names(props: Schema) -> list[str]:
     """Names of the flag properties, in the schema's order."""
     return [n for n, p in props.items() if "flag" in p["x-acor"]]
 
 
-def public_schema(schema) -> dict:
+def public_schema(schema: Schema) -> Schema:
     """The schema as people and agents see it: no ``x-acor`` keys, no
     hidden properties and no human-only ones (no caller may give them).
     ``schema`` is one :func:`schema_problems` accepts, so ``x-acor`` can
@@ -325,7 +386,7 @@ def public_schema(schema) -> dict:
     return public
 
 
-def _public_property(prop):
+def _public_property(prop: object) -> object:
     if not isinstance(prop, dict):
         return prop
     public = prop.copy()
@@ -339,7 +400,7 @@ def _public_property(prop):
 
 # --- values (a call, as JSON) ---------------------------------------------
 
-def _describe(value):
+def _describe(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -355,11 +416,12 @@ def _describe(value):
     return f"a {type(value).__name__}"
 
 
-_A = {"string": "a string", "integer": "an integer", "number": "a number",
-      "boolean": "a boolean", "array": "an array"}
+_A: dict[object, str] = {
+    "string": "a string", "integer": "an integer", "number": "a number",
+    "boolean": "a boolean", "array": "an array"}
 
 
-def _is(kind, value):
+def _is(kind: object, value: object) -> bool:
     if kind == "string":
         return isinstance(value, str)
     if kind == "boolean":
@@ -371,7 +433,7 @@ def _is(kind, value):
     return kind == "number" or value == int(value)  # 3.0 is an integer
 
 
-def value_problems(path, prop, value):
+def value_problems(path: str, prop: Schema, value: Any) -> list[str]:
     """What is wrong with one value of property ``prop`` ([] if nothing)."""
     kind = prop.get("type")
     if kind == "array":
@@ -392,7 +454,7 @@ def value_problems(path, prop, value):
     return []
 
 
-def validate(schema, values) -> "list[str]":
+def validate(schema: Schema, values: object) -> list[str]:
     """Every way ``values`` (a dict, as from JSON) breaks ``schema``, each
     naming its field ("path: must be a string, not the number 3");
     [] when the values are valid."""
@@ -419,7 +481,7 @@ HUMAN_ONLY = ("only a person may give this (an approval or a secret): it "
               "needs it")
 
 
-def human_value(prop, text):
+def human_value(prop: Schema, text: str) -> tuple[Any, str | None]:
     """A value from the human channel (text) as its property's type:
     (value, None), or (None, what is wrong)."""
     kind = prop.get("type")
@@ -430,7 +492,7 @@ def human_value(prop, text):
         if word in ("false", "n", "no", "0"):
             return False, None
         return None, f"must be a boolean, not {text!r}"
-    value = text
+    value: str | float = text
     if kind in ("integer", "number"):
         try:
             value = int(text) if kind == "integer" else float(text)
@@ -440,13 +502,13 @@ def human_value(prop, text):
     return (None, problems[0][2:]) if problems else (value, None)
 
 
-def _text(prop, value):
+def _text(prop: Schema, value: Any) -> str:
     if prop.get("type") == "integer":
         return str(int(value))
     return value if isinstance(value, str) else repr(value)
 
 
-def _option(flag, text):
+def _option(flag: str, text: str) -> list[str]:
     """A flag and its value as argv items. A value starting with "-" is
     attached, so that no parser can take it for an option."""
     if not text.startswith("-"):
@@ -454,7 +516,7 @@ def _option(flag, text):
     return [f"{flag}={text}" if flag.startswith("--") else flag + text]
 
 
-def to_argv(schema, values) -> "list[str]":
+def to_argv(schema: Schema, values: Schema) -> list[str]:
     """The argv for ``values``: flags first (in the schema's order), then
     ``--`` and the positional values in order, so that a value starting
     with "-" cannot act as a flag. Values not given are not written (the
@@ -463,25 +525,11 @@ def to_argv(schema, values) -> "list[str]":
     if problems:
         raise ValueError("; ".join(problems))
     props = schema.get("properties", {})
-    argv, positional = [], []
+    argv: list[str] = []
     for name in flag_names(props):
-        if name not in values:
-            continue
-        prop, value = props[name], values[name]
-        flag = prop["x-acor"]["flag"]
-        if prop["type"] == "boolean":
-            argv += [flag] if value else []
-        elif prop["type"] == "array":
-            texts = [_text(prop["items"], v) for v in value]
-            if prop["x-acor"].get("repeat"):
-                argv += [a for t in texts for a in _option(flag, t)]
-            elif any(t.startswith("-") for t in texts):
-                # Attached, one by one: the parser extends the list.
-                argv += [a for t in texts for a in _option(flag, t)]
-            elif texts:
-                argv += [flag, *texts]
-        else:
-            argv += _option(flag, _text(prop, value))
+        if name in values:
+            argv += _flag_argv(props[name], values[name])
+    positional: list[str] = []
     for name in positionals(props):
         if name in values:
             prop, value = props[name], values[name]
@@ -490,9 +538,23 @@ def to_argv(schema, values) -> "list[str]":
     return argv + (["--", *positional] if positional else [])
 
 
+def _flag_argv(prop: Schema, value: Any) -> list[str]:
+    """One flag property's valid ``value`` as argv items."""
+    flag = prop["x-acor"]["flag"]
+    if prop["type"] == "boolean":
+        return [flag] if value else []
+    if prop["type"] != "array":
+        return _option(flag, _text(prop, value))
+    texts = [_text(prop["items"], v) for v in value]
+    if prop["x-acor"].get("repeat") or any(t.startswith("-") for t in texts):
+        # Attached, one by one (without repeat, the parser extends the list).
+        return [a for t in texts for a in _option(flag, t)]
+    return [flag, *texts] if texts else []
+
+
 # --- usage and argparse ---------------------------------------------------
 
-def metavar(name, prop):
+def metavar(name: str, prop: Schema) -> str:
     """How the value is named in usage and help: x-acor's "metavar", else
     the property's name in capitals."""
     given = prop["x-acor"].get("metavar")
@@ -501,7 +563,7 @@ def metavar(name, prop):
     return name.upper().replace("-", "_")
 
 
-def usage(name, schema) -> str:
+def usage(name: str, schema: Schema) -> str:
     """The usage line, starting with ``name`` (e.g. "acor hello"):
     positional arguments, then flags; optional ones in brackets."""
     props = checked_properties(schema)

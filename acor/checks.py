@@ -4,24 +4,32 @@ Each check raises TypeError or ValueError naming the argument and what it
 must be, before anything is written.
 """
 
+from __future__ import annotations
+
 import os
 
 from .events import Error
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
-def state_error(message):
-    """An AcorStateError (errors.py is imported only by a misuse)."""
     from .errors import AcorStateError
+
+
+def state_error(message: str) -> AcorStateError:
+    """An AcorStateError (errors.py is imported only by a misuse)."""
+    from .errors import AcorStateError  # a tool that is used right skips it
     return AcorStateError(message)
 
 
-def text(value, what):
+def text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, not {type(value).__name__}")
     return value
 
 
-def argv(value, what="next"):
+def argv(value: object, what: str = "next") -> list[str] | None:
     """An argv list (``next``): a list or tuple of strings, or None."""
     if value is None:
         return None
@@ -32,9 +40,10 @@ def argv(value, what="next"):
     return list(value)
 
 
-def error_event(code, message, recovery, details, next):
+def error_event(code: str, message: str | Exception, recovery: str | None,
+                details: str | None, next: list[str] | None) -> Error:
     code = text(code, "error code")
-    from . import grammar
+    from . import grammar  # re: a tool that reports no error skips it
     if not grammar.is_error_code(code):
         raise ValueError(f"error code must be letters, digits, '_', '.', "
                          f"':' or '-', like E_FILE_NOT_FOUND; not {code!r}")
@@ -46,16 +55,16 @@ def error_event(code, message, recovery, details, next):
                  argv(next))
 
 
-def input_fields(value):
+def input_fields(value: object) -> dict[str, dict[str, Any]] | None:
     """Input Needed's fields: {name: flat JSON Schema property}, or None."""
     if value is None:
         return None
-    from .layout import (FIELD_KEYS, FIELD_TYPES, MAX_FIELDS, is_field_name,
-                         read_field)
+    from .layout import (  # re: only a tool that asks pays for it
+        FIELD_KEYS, FIELD_TYPES, MAX_FIELDS, is_field_name, read_field)
     if not isinstance(value, dict) or not value:
         raise TypeError(f"fields must be a non-empty dict of {{name: "
                         f"property}}, not {value!r}")
-    checked = {}
+    checked: dict[str, dict[str, Any]] = {}
     for name, prop in value.items():
         if not is_field_name(name):
             raise ValueError(f"field names are argument names (letters, "
@@ -83,18 +92,20 @@ def input_fields(value):
     return checked
 
 
-def _file_entry(path, description):
+def _file_entry(path: str | os.PathLike[str],
+                description: str | None) -> dict[str, Any]:
     path = os.fspath(path)
     if not isinstance(path, str) or not path or "\n" in path or "\r" in path:
         raise ValueError(f"output file path must be a non-empty single-line "
                          f"string, not {path!r}")
-    entry = {"path": path, "description": text(description or "",
-                                                "file description"),
-             "kind": "missing", "bytes": None, "sha256": None}
+    entry: dict[str, Any] = {
+        "path": path,
+        "description": text(description or "", "file description"),
+        "kind": "missing", "bytes": None, "sha256": None}
     if os.path.isdir(path):
         entry["kind"] = "directory"
     elif os.path.isfile(path):
-        import hashlib  # only tools that announce files pay for it
+        import hashlib  # 3.5 ms: only tools that announce files pay for it
         digest = hashlib.sha256()
         with open(path, "rb") as f:
             for block in iter(lambda: f.read(1 << 20), b""):
@@ -104,7 +115,7 @@ def _file_entry(path, description):
     return entry
 
 
-def file_entries(files):
+def file_entries(files: Any) -> list[dict[str, Any]]:
     if isinstance(files, dict):
         return [_file_entry(p, d) for p, d in files.items()]
     if isinstance(files, (str, bytes)) or hasattr(files, "__fspath__"):
@@ -123,7 +134,7 @@ def file_entries(files):
 FORMATS = ("auto", "json", "yaml", "text", "markdown")
 
 
-def output_text(data, format):
+def output_text(data: object, format: str) -> tuple[str, str]:
     """The format and text of an ``## Output Data`` block for ``data``."""
     if format not in FORMATS:
         raise ValueError(f"format must be one of {', '.join(FORMATS)}, "
@@ -131,12 +142,12 @@ def output_text(data, format):
     if format == "auto":
         format = "json"
     if format == "json":
-        import json  # only structured output pays for it
+        import json  # 2 ms: only structured output pays for it
         return format, json.dumps(data, indent=2, ensure_ascii=False,
                                   default=str)
     if format == "yaml":
         try:
-            import yaml  # only when asked
+            import yaml  # not in the standard library: only when asked
         except ImportError:
             raise ImportError("output(format='yaml') needs PyYAML: "
                               "pip install pyyaml") from None

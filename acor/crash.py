@@ -16,12 +16,25 @@ a mistyped name (``numpyy``) may be a stranger's package.
 Imported only when a tool crashes.
 """
 
+from __future__ import annotations
+
 import errno
 import linecache
 import os
 import shlex
 import sys
 import sysconfig
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import TracebackType
+    from typing import Any
+
+    Frame = tuple[str, int, str]  # file name, line, function
+    Fields = dict[str, Any]  # the keyword arguments of AcorTool.error
+    # (kind, message, usage, exit code): how a parser refused the run
+    Refusal = tuple[str, str, str | None, int]
 
 # The distributions acor names for a missing module: well-known modules
 # only. A module's name is not its distribution's (yaml is PyYAML), and a
@@ -59,7 +72,7 @@ CRASH_RECOVERY = ("The tool crashed. Check the input it was given; if the "
                   "details above.")
 
 
-def _library_roots():
+def _library_roots() -> tuple[str, ...]:
     """Folders whose code is not the tool's: the standard library, every
     site-packages, and acor itself."""
     paths = sysconfig.get_paths()
@@ -72,7 +85,7 @@ def _library_roots():
                  for r in roots if r)
 
 
-def _frames(tb):
+def _frames(tb: TracebackType | None) -> list[Frame]:
     frames = []
     while tb is not None:
         frames.append((tb.tb_frame.f_code.co_filename, tb.tb_lineno,
@@ -81,26 +94,26 @@ def _frames(tb):
     return frames
 
 
-def own_frame(frames, tool_folder):
+def own_frame(frames: list[Frame], tool_folder: str) -> Frame | None:
     """The innermost frame in the tool's own files: under its folder if
     any is, else any real file outside the libraries; None if none is."""
     roots = _library_roots()
     folder = os.path.join(os.path.abspath(tool_folder), "")
 
-    def real(filename):
+    def real(filename: str) -> bool:
         return not filename.startswith("<") and os.path.isfile(filename)
 
     own = [f for f in frames if real(f[0])
            and not os.path.abspath(f[0]).startswith(roots)]
     beside = [f for f in own if os.path.abspath(f[0]).startswith(folder)]
-    return (beside or own or [None])[-1]
+    return (beside or own)[-1] if beside or own else None
 
 
-def _where(frame):
+def _where(frame: Frame) -> str:
     return f"{frame[0]}:{frame[1]} in {frame[2]}"
 
 
-def where_details(frames, tool_folder):
+def where_details(frames: list[Frame], tool_folder: str) -> str | None:
     """``raised at FILE:LINE in FUNCTION: <the line>``, and the innermost
     frame when it is not that one; None without frames."""
     if not frames:
@@ -115,19 +128,19 @@ def where_details(frames, tool_folder):
     return text
 
 
-def _is_tool_module(exc, tool_folder):
+def _is_tool_module(exc: BaseException, tool_folder: str) -> bool:
     """An ImportError about one of the tool's own modules (a wrong name in
     its own code): not a dependency to install."""
     path = getattr(exc, "path", None)
     folder = os.path.join(os.path.abspath(tool_folder), "")
-    return bool(path) and os.path.abspath(path).startswith(folder)
+    return bool(path) and os.path.abspath(str(path)).startswith(folder)
 
 
 # No space left on the device; the user's disk quota used up.
 DISK_FULL = {errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
-def disk_full(where=None):
+def disk_full(where: object = None) -> str:
     """What to do when a tool's write found the disk full."""
     place = f"the filesystem holding {os.fspath(where)!s}" \
         if isinstance(where, (str, bytes, os.PathLike)) else \
@@ -138,22 +151,24 @@ def disk_full(where=None):
             f"--clear-output` are places to look), then run the tool again.")
 
 
-def _fields(code, message, recovery, details, next=None):
+def _fields(code: str, message: str, recovery: str, details: str | None,
+            next: list[str] | None = None) -> Fields:
     """The keyword arguments of AcorTool.error."""
-    fields = {"code": code, "message": message, "recovery": recovery,
+    fields: Fields = {"code": code, "message": message, "recovery": recovery,
               "details": details}
     return fields if next is None else {**fields, "next": next}
 
 
-def _installed(module):
-    from importlib.util import find_spec
+def _installed(module: str) -> bool:
+    from importlib.util import find_spec  # 5 ms: only an ImportError pays
     try:
         return find_spec(module) is not None
     except (ImportError, ValueError):
         return False
 
 
-def report(exc, tb, tool_folder) -> dict:
+def report(exc: BaseException, tb: TracebackType | None,
+           tool_folder: str) -> Fields:
     """The keyword arguments of ``AcorTool.error`` for an unhandled
     exception: code, message, recovery, details and next."""
     frames = _frames(tb)
@@ -206,7 +221,7 @@ def report(exc, tb, tool_folder) -> dict:
     return _fields("E_MISSING_DEPENDENCY", title, recovery, details, command)
 
 
-def _unknown(module):
+def _unknown(module: str) -> str:
     """What to say of a missing module acor knows no distribution for:
     no command, since a name that only looks right may install anything."""
     return (f"The tool imports {module}, which {sys.executable} does not "
@@ -219,9 +234,10 @@ def _unknown(module):
             f"an unrelated or malicious package.")
 
 
-def _installed_distribution(module):
+def _installed_distribution(module: str) -> str | None:
     """The one distribution that installed ``module``, or None."""
     try:
+        # 250 ms: only a module that lacks what the tool imports pays
         from importlib.metadata import packages_distributions
         names = packages_distributions().get(module) or []
     except Exception:  # broken metadata must not hide the crash
@@ -239,8 +255,9 @@ CODE_RECOVERY = ("The tool stopped itself with exit code {code} and no "
                  "Check the input it was given, then run it again.")
 
 
-def exit_report(exc, tb, tool_folder, command, reported=False
-                ) -> "dict | None":
+def exit_report(exc: SystemExit, tb: TracebackType | None,
+                tool_folder: str, command: Callable[..., list[str]],
+                reported: bool = False) -> Fields | None:
     """The keyword arguments of ``AcorTool.error`` for a ``SystemExit``
     that ends the run Failed (a code other than 0 and None), or None when
     it adds nothing: a bare code when the tool has ``reported`` its own
@@ -256,31 +273,33 @@ def exit_report(exc, tb, tool_folder, command, reported=False
     where = where_details(frames, tool_folder)
     refused = _argparse_refusal(tb) or _click_refusal(exc, tb)
     if refused is not None:
-        kind, message, usage, code = refused
+        kind, message, usage, refused_code = refused
         if kind == "usage":
             help_argv = command("--help")
             return _fields("E_USAGE", message, (
                 f"Run `{shlex.join(help_argv)}` for the arguments, then "
                 f"run the corrected command."), usage, help_argv)
-        return _fields(f"E_EXIT_{code}", message, EXIT_RECOVERY,
-                       _with_code(code, where))
+        return _fields(f"E_EXIT_{refused_code}", message, EXIT_RECOVERY,
+                       _with_code(refused_code, where))
     code = exc.code
     if isinstance(code, int):
         if reported:
             return None
-        code = int(code) & 0xFF  # what the process exits with: -1 is 255
-        return _fields(f"E_EXIT_{code}", f"The tool exited with code {code}",
-                       CODE_RECOVERY.format(code=code), _with_code(code, where))
+        status = int(code) & 0xFF  # what the process exits with: -1 is 255
+        return _fields(f"E_EXIT_{status}",
+                       f"The tool exited with code {status}",
+                       CODE_RECOVERY.format(code=status),
+                       _with_code(status, where))
     # Python prints any other object to stderr and exits 1.
     message = str(code).strip() or "The tool exited with code 1"
     return _fields("E_EXIT_1", message, EXIT_RECOVERY, _with_code(1, where))
 
 
-def _with_code(code, where):
+def _with_code(code: int, where: str | None) -> str:
     return f"exit code: {code}" + (f"\n{where}" if where else "")
 
 
-def _argparse_refusal(tb):
+def _argparse_refusal(tb: TracebackType | None) -> Refusal | None:
     """(kind, message, usage, exit code) when argparse ended the process:
     ``ArgumentParser.error`` (kind "usage"), or ``ArgumentParser.exit``
     with a message (kind "exit"); else None."""
@@ -293,8 +312,8 @@ def _argparse_refusal(tb):
     while tb is not None:
         frame = tb.tb_frame
         if frame.f_code is error_code:
-            parser, message = frame.f_locals.get("self"), \
-                frame.f_locals.get("message")
+            parser: Any = frame.f_locals.get("self")
+            message = frame.f_locals.get("message")
             usage = None
             try:
                 usage = parser.format_usage().strip()
@@ -310,7 +329,8 @@ def _argparse_refusal(tb):
     return found
 
 
-def _click_refusal(exc, tb):
+def _click_refusal(exc: SystemExit,
+                   tb: TracebackType | None) -> Refusal | None:
     """The same for click's standalone mode: its ClickException, found
     as the exit's context (click 8.1) or in the frame of the command's
     ``main`` that reported it (8.2 and later)."""

@@ -20,36 +20,63 @@ Two stages, both fed as data arrives:
   heavy case and a Python loop per line would dominate the relay's cost.
 """
 
+from __future__ import annotations
+
 from . import grammar
-from .events import Heartbeat, Text
+from .events import Heartbeat, OutputData, Text
 from .framing import FRAME_PREFIX, mark, truncation_note
+from .layout import read_fenced
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import hashlib
+
+    from .events import Event
 
 MAX_LINE = 1 << 20          # bytes of one line kept before truncating
 MAX_SECTION = 16 << 20      # characters of one section kept
 SLICE = 1 << 16             # bytes looked at for line ends at a time
 
 
+class _Dropped:
+    """What was dropped of a line or a section over its bound: its byte
+    count and sha256, for the truncation note that takes its place."""
+
+    def __init__(self) -> None:
+        import hashlib  # 3.5 ms: only a runaway line or section pays
+        self.count = 0
+        self.digest: hashlib._Hash = hashlib.sha256()
+
+    def add(self, data: bytes) -> None:
+        self.count += len(data)
+        self.digest.update(data)
+
+    def note(self) -> str:
+        return truncation_note(self.count, self.digest.hexdigest())
+
+
 class LineReader:
     """Bytes in, decoded blocks of complete lines out (no final newline)."""
 
-    def __init__(self, max_line=MAX_LINE):
+    def __init__(self, max_line: int = MAX_LINE) -> None:
         self._max = max_line
         self._buf = bytearray()
-        self._dropping = None  # [bytes dropped, sha256] inside a long line
+        self._dropping: _Dropped | None = None  # inside a long line
         self._hold = b""       # while dropping: a tail that may begin a mark
 
-    def feed(self, data):
+    def feed(self, data: bytes) -> list[str]:
         # Reads can be large (the pipe is widened); taking them a slice at
         # a time keeps the point where a long line is cut the same whatever
         # the read size. Slices are views: a flood's bytes are copied once,
         # by the decoding, not once more for each step.
-        blocks = []
+        blocks: list[str] = []
         view = memoryview(data)
         for at in range(0, len(data), SLICE):
             self._feed(data, view, at, min(at + SLICE, len(data)), blocks)
         return blocks
 
-    def _feed(self, data, view, start, end, blocks):
+    def _feed(self, data: bytes, view: memoryview, start: int, end: int,
+              blocks: list[str]) -> None:
         if self._dropping is not None:
             data = self._skip(self._hold + data[start:end], blocks)
             view, start, end = memoryview(data), 0, len(data)
@@ -68,7 +95,7 @@ class LineReader:
         if len(self._buf) > self._max:
             self._cut(blocks)
 
-    def close(self):
+    def close(self) -> list[str]:
         if self._dropping is not None:
             self._drop(self._hold)
             self._hold = b""
@@ -79,7 +106,7 @@ class LineReader:
             return [text]
         return []
 
-    def _cut(self, blocks):
+    def _cut(self, blocks: list[str]) -> None:
         """The buffer holds one unfinished line over the limit: keep its
         head, hash the rest. A frame mark inside it ends the raw part, as
         :class:`StreamDecoder` would end it: raw text printed without a
@@ -91,8 +118,7 @@ class LineReader:
                 blocks.append(buf[:at].decode("utf-8", "replace"))
                 del buf[:at]
                 continue
-            import hashlib  # only a runaway line pays for this import
-            self._dropping = [0, hashlib.sha256()]
+            self._dropping = _Dropped()
             blocks.append(bytes(buf[:self._max]).decode("utf-8", "replace"))
             if at > 0:
                 self._drop(bytes(buf[self._max:at]))
@@ -106,7 +132,7 @@ class LineReader:
             if self._dropping is not None:
                 return
 
-    def _skip(self, data, blocks):
+    def _skip(self, data: bytes, blocks: list[str]) -> bytes:
         """Drop ``data`` up to the end of the long line (a newline, or a
         frame mark); returns what follows it, ``b""`` if the line goes on."""
         eol = data.find(b"\n")
@@ -122,14 +148,13 @@ class LineReader:
         self._hold = data[-keep:]
         return b""
 
-    def _drop(self, data):
-        self._dropping[0] += len(data)
-        self._dropping[1].update(data)
+    def _drop(self, data: bytes) -> None:
+        if self._dropping is not None:  # always: inside a long line
+            self._dropping.add(data)
 
-    def _end_drop(self):
-        count, digest = self._dropping
-        self._dropping = None
-        return truncation_note(count, digest.hexdigest())
+    def _end_drop(self) -> str:
+        dropping, self._dropping = self._dropping, None
+        return dropping.note() if dropping is not None else ""
 
 
 class StreamDecoder:
@@ -141,7 +166,8 @@ class StreamDecoder:
     text by :meth:`close`, so nothing the tool wrote is lost.
     """
 
-    def __init__(self, token, max_section=MAX_SECTION, max_data=None):
+    def __init__(self, token: str, max_section: int = MAX_SECTION,
+                 max_data: int | None = None) -> None:
         self._mark = mark(token)
         # An Output Data section over max_data characters keeps its JSON
         # as text (layout.RawJSON) instead of decoding it: a reader that
@@ -149,13 +175,13 @@ class StreamDecoder:
         self._max_data = max_data
         self._end = self._mark + "end"
         self._max = max_section
-        self._heading = None
-        self._parts = []
+        self._heading: str | None = None
+        self._parts: list[str] = []
         self._size = 0
-        self._dropped = None
+        self._dropped: _Dropped | None = None
 
-    def feed(self, block):
-        events = []
+    def feed(self, block: str) -> list[Event]:
+        events: list[Event] = []
         pos, size = 0, len(block)
         while pos <= size:
             if self._heading is not None:
@@ -179,7 +205,8 @@ class StreamDecoder:
             pos = eol + 1
         return events
 
-    def _section_part(self, block, pos, events):
+    def _section_part(self, block: str, pos: int,
+                      events: list[Event]) -> int:
         """Collect section text up to the next mark; returns the new pos.
         The mark is the section's end mark (a line of its own), or, when the
         tool was cut off in the middle of writing it (a signal during a
@@ -203,7 +230,7 @@ class StreamDecoder:
                                 "ending it"))
         return at  # read that line again, as the frame it starts
 
-    def _find_mark(self, block, pos, anywhere):
+    def _find_mark(self, block: str, pos: int, anywhere: bool) -> int:
         """Where this run's mark next starts in ``block`` from ``pos`` (at
         a line start unless ``anywhere``), or -1. It looks for the mark's
         first character, which text almost never holds, and checks the
@@ -219,50 +246,46 @@ class StreamDecoder:
                 return at
             pos = at + 1
 
-    def close(self):
+    def close(self) -> list[Event]:
         if self._heading is None:
             return []
         return [self._cut("the stream ended before the section did")]
 
-    def _cut(self, why):
+    def _cut(self, why: str) -> Text:
         """The section collected so far, as text with a note saying it was
         cut short, how many bytes it had and why."""
         body = "".join(self._parts).rstrip("\n")
         size = len(body.encode("utf-8", "replace"))
         if self._dropped is not None:
-            size += self._dropped[0]
+            size += self._dropped.count
         text = (f"## {self._heading}\n{body}\n"
                 f"[acor: section cut short after {size} bytes: {why}]")
         self._reset()
         return Text(text)
 
-    def _collect(self, text):
+    def _collect(self, text: str) -> None:
         if self._dropped is None and self._size + len(text) <= self._max:
             self._parts.append(text)
             self._size += len(text)
             return
         if self._dropped is None:
-            import hashlib
-            self._dropped = [0, hashlib.sha256()]
-        data = text.encode("utf-8", "surrogatepass")
-        self._dropped[0] += len(data)
-        self._dropped[1].update(data)
+            self._dropped = _Dropped()
+        self._dropped.add(text.encode("utf-8", "surrogatepass"))
 
-    def _finish(self):
+    def _finish(self) -> Event:
         heading, parts, dropped = self._heading, self._parts, self._dropped
         size = self._size
         self._reset()
+        heading = heading or ""  # always set: a section is open
         if dropped is not None:
-            note = truncation_note(dropped[0], dropped[1].hexdigest())
-            return Text("## " + heading + "\n" + "".join(parts) + note)
+            return Text("## " + heading + "\n" + "".join(parts) +
+                        dropped.note())
         # The body ends with the section's blank line, then the newline
         # before the end mark: drop both to get the body proper (from the
         # parts: cutting the joined body would copy all of it again).
         _drop_newlines(parts, 2)
         if self._max_data is not None and heading == "Output Data" and \
                 size > self._max_data:
-            from .events import OutputData
-            from .layout import read_fenced
             body = "".join(parts)
             parts.clear()
             fenced = read_fenced(body, decode=False)
@@ -271,12 +294,12 @@ class StreamDecoder:
                 return OutputData(*fenced)
         return grammar.parse_section(heading, "".join(parts))
 
-    def _reset(self):
+    def _reset(self) -> None:
         self._heading, self._parts, self._size, self._dropped = \
             None, [], 0, None
 
 
-def _drop_newlines(parts, count):
+def _drop_newlines(parts: list[str], count: int) -> None:
     """Drop up to ``count`` newlines from the end of the text that
     ``parts`` join into."""
     while count and parts:
@@ -297,24 +320,25 @@ class Decoder:
     """Bytes of a framed stream in, events out: :class:`LineReader` then
     :class:`StreamDecoder`, for callers that do not need the two stages."""
 
-    def __init__(self, token, max_line=MAX_LINE, max_section=MAX_SECTION):
+    def __init__(self, token: str, max_line: int = MAX_LINE,
+                 max_section: int = MAX_SECTION) -> None:
         self.lines = LineReader(max_line)
         self.sections = StreamDecoder(token, max_section)
 
-    def feed(self, data):
-        events = []
+    def feed(self, data: bytes) -> list[Event]:
+        events: list[Event] = []
         for block in self.lines.feed(data):
             events += self.sections.feed(block)
         return events
 
-    def close(self):
-        events = []
+    def close(self) -> list[Event]:
+        events: list[Event] = []
         for block in self.lines.close():
             events += self.sections.feed(block)
         return events + self.sections.close()
 
 
-def decode(data, token):
+def decode(data: bytes, token: str) -> list[Event]:
     """Every event in a complete framed stream (bytes)."""
     decoder = Decoder(token)
     return decoder.feed(data) + decoder.close()

@@ -101,7 +101,7 @@ def escape_nested(text: str) -> str:
     return _NESTED_AT.sub(_nested_escape, fold_newlines(text))
 
 
-def _nested_escape(match):
+def _nested_escape(match: "re.Match[str]") -> str:
     blanks = match.group(0)
     return "\\" + blanks if match.group(1) else blanks + "\\"
 

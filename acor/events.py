@@ -24,6 +24,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
     from typing import Any
 
+__version__ = "0.2.0"
+"""The library's version (``acor.__version__``), stamped on every final
+Status as ``acor``: it lives here, in a module that imports no other of
+acor's, so stamping it needs no import of the package's ``__init__``."""
+
 FINAL_STATES = frozenset({"complete", "failed", "cancelled"})
 
 EVENT_TYPES: dict[str, type[Event]] = {}
@@ -273,9 +278,7 @@ class Result(Event):
         self.argv = [] if argv is None else argv
         self.session = session
         self.next = next
-        if acor is None:
-            from . import __version__ as acor
-        self.acor = acor
+        self.acor = __version__ if acor is None else acor
         self.truncated = truncated
         self.bytes = bytes
         self.sha256 = sha256

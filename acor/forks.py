@@ -10,35 +10,50 @@ held progress (``AcorTool._reset_after_fork``). What a child writes goes to
 the same stdout as the parent's sections.
 """
 
+from __future__ import annotations
+
 import _weakref
 import os
 
-_live: set = set()   # weak references to every AcorTool not yet collected
-_held_for_fork: list = []
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    import _thread
+    import weakref
+    from typing import Protocol
+
+    class Forkable(Protocol):
+        """What this module needs of a tool (AcorTool)."""
+        _lock: _thread.RLock
+
+        def _reset_after_fork(self) -> None: ...
+
+# Weak references to every tool not yet collected.
+_live: set[weakref.ref[Forkable]] = set()
+_held_for_fork: list[Forkable] = []
 
 
-def track(tool):
+def track(tool: Forkable) -> None:
     """Look after ``tool`` across forks (a weak reference: no leak)."""
     _live.add(_weakref.ref(tool, _live.discard))
 
 
-def _tools():
+def _tools() -> list[Forkable]:
     return [tool for tool in (ref() for ref in list(_live))
             if tool is not None]
 
 
-def _before_fork():
+def _before_fork() -> None:
     for tool in _tools():
         tool._lock.acquire()
         _held_for_fork.append(tool)
 
 
-def _after_fork_in_parent():
+def _after_fork_in_parent() -> None:
     while _held_for_fork:
         _held_for_fork.pop()._lock.release()
 
 
-def _after_fork_in_child():
+def _after_fork_in_child() -> None:
     _held_for_fork.clear()
     for tool in _tools():
         tool._reset_after_fork()

@@ -27,6 +27,7 @@ environment block.
 """
 
 import os
+import stat  # loaded with os already: it costs nothing here
 
 
 ENV_VAR = "ACOR_FRAME_TOKEN"
@@ -36,18 +37,18 @@ TOKEN_BYTES = 64  # a token is 32 hex digits; more than that is not one
 FRAME_PREFIX = b"\x1eacor:"
 
 
-def mark(token):
+def mark(token: str) -> str:
     """The mark that starts every framed line of the run with ``token``."""
     return "\x1eacor:" + token + "\x1e"
 
 
-def inherited_token():
+def inherited_token() -> str | None:
     """The token the launcher passed, read once and removed from the
     environment so that programs the tool runs cannot frame sections."""
     return _inherited or None
 
 
-def _scrub_initial_environment(token):
+def _scrub_initial_environment(token: str) -> None:
     """Overwrite the token in the environment block the process started
     with. ``os.environ.pop`` unsets the variable, but Linux still shows the
     original block in ``/proc/<pid>/environ`` to every process of the same
@@ -70,11 +71,10 @@ def _scrub_initial_environment(token):
         pass
 
 
-def _read_token_fd(value):
+def _read_token_fd(value: str) -> str:
     """The token from the pipe named by ``ACOR_FRAME_FD``, and the pipe
     closed. Anything but a readable pipe holding a token gives "" (never a
     block: a descriptor that is a terminal or a file is not ours to read)."""
-    import stat
     try:
         fd = int(value)
         if fd < 3 or not stat.S_ISFIFO(os.fstat(fd).st_mode):
@@ -95,7 +95,7 @@ def _read_token_fd(value):
     return token if 0 < len(token) <= TOKEN_BYTES and token.isalnum() else ""
 
 
-def take_token():
+def take_token() -> str:
     """Take the launcher's token, once: from ``ACOR_FRAME_FD``, else from
     ``ACOR_FRAME_TOKEN``. Both variables are removed from the environment so
     that programs the tool runs inherit neither."""
@@ -108,7 +108,7 @@ def take_token():
     return token
 
 
-def token_pipe(token):
+def token_pipe(token: str) -> int:
     """For launchers: a pipe holding ``token``, its writing end closed.
     Returns the reading end, to pass to the tool (``pass_fds``) and name in
     ``ACOR_FRAME_FD``; the launcher closes its copy once the tool runs."""
@@ -125,22 +125,22 @@ def token_pipe(token):
 _inherited = take_token()
 
 
-def new_token():
+def new_token() -> str:
     """A fresh token for one run (os.urandom: ``secrets`` costs 20 ms)."""
     return os.urandom(16).hex()
 
 
-def frame(section, token):
+def frame(section: str, token: str) -> str:
     """Wrap the text of one rendered section in the run's marks."""
     start = mark(token)
     return f"{start}{section}{start}end\n"
 
 
-def heartbeat_frame(token):
+def heartbeat_frame(token: str) -> str:
     return mark(token) + "heartbeat\n"
 
 
-def truncation_note(dropped_bytes, sha256_hex):
+def truncation_note(dropped_bytes: int, sha256_hex: str) -> str:
     """The marker put in place of data the launcher would not hold."""
     return (f"[acor: truncated {dropped_bytes} bytes, "
             f"sha256 {sha256_hex}]")

@@ -37,7 +37,7 @@ from .events import (AIDirective, Checkpoint, Error, Event, Heartbeat,
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
     from typing import Any
 
 __all__ = ["render", "parse", "parse_section", "Parser", "SECTIONS",
@@ -93,37 +93,37 @@ class Section:
         self.render, self.parse = render, parse
 
 
-def _section(heading, lines=()):
+def _section(heading: str, lines: Iterable[str] = ()) -> str:
     """A section: its heading, its body lines, then one blank line."""
     body = "".join(line + "\n" for line in lines)
     return f"## {heading}\n{body}\n"
 
 
-def _text_section(heading, text):
+def _text_section(heading: str, text: str) -> str:
     """A section whose body is one escaped text (the common, hot case)."""
     if text:
         return f"## {heading}\n{escape_text(text)}\n\n"
     return f"## {heading}\n\n"
 
 
-def _status(e):
+def _status(e: Status) -> str:
     return _text_section("Status: " + escape_inline(e.state.capitalize()),
                          e.message)
 
 
-def _read_status(value, body):
+def _read_status(value: str, body: str) -> Event | str:
     state = unescape_inline(value)
     if not _STATE.match(state):
         return "status is not a single word"
     return Status(state.lower(), unescape_text(body))
 
 
-def _progress(e):
+def _progress(e: Progress) -> str:
     return _text_section(f"Progress: {format_percent(e.percent)}%",
                          e.message)
 
 
-def _read_progress(value, body):
+def _read_progress(value: str, body: str) -> Event | str:
     number = _PERCENT.match(value)
     percent = float(number.group(1)) if number else -1
     if not 0 <= percent <= 100:
@@ -132,32 +132,32 @@ def _read_progress(value, body):
                     unescape_text(body))
 
 
-def _output(e):
+def _output(e: Output) -> str:
     return _text_section("Output", e.text)
 
 
-def _output_data(e):
+def _output_data(e: OutputData) -> str:
     return _section("Output Data", layout.fenced(e.format, e.data))
 
 
-def _read_output_data(value, body):
+def _read_output_data(value: str, body: str) -> Event | str:
     fenced = layout.read_fenced(body)
     if fenced is None:
         return "output data is not one fenced block"
     return OutputData(*fenced)
 
 
-def _error(e):
+def _error(e: Error) -> str:
     return _section("Error: " + escape_inline(e.title),
                     layout.ERROR_FIELDS.lines(e))
 
 
-def _read_error(value, body):
+def _read_error(value: str, body: str) -> Event | str:
     _, fields = layout.ERROR_FIELDS.read(body)
     return Error(unescape_inline(value), **fields)
 
 
-def _input_needed(e):
+def _input_needed(e: InputNeeded) -> str:
     fields = layout.INPUT_FIELDS.lines(e)
     if not fields:
         return _text_section("Input Needed", e.message)
@@ -167,7 +167,7 @@ def _input_needed(e):
     return _section("Input Needed", lines + fields)
 
 
-def _read_input_needed(value, body):
+def _read_input_needed(value: str, body: str) -> Event | str:
     lead, fields = layout.INPUT_FIELDS.read(body)
     if lead and lead[-1] == "" and len(lead) < body.count("\n") + 1:
         lead.pop()  # the blank line before the fields
@@ -176,14 +176,14 @@ def _read_input_needed(value, body):
     return InputNeeded(unescape_text("\n".join(lead)), **fields)
 
 
-def _suggestions(e):
+def _suggestions(e: Suggestions) -> str:
     heading = "Suggestions"
     if e.title is not None:
         heading += ": " + escape_inline(e.title)
     return _section(heading, layout.items(e.items))
 
 
-def _read_suggestions(value, body):
+def _read_suggestions(value: str | None, body: str) -> Event | str:
     title = None if value is None else unescape_inline(value)
     return Suggestions(layout.read_items(body), title)
 
@@ -215,7 +215,7 @@ SECTIONS: tuple[Section, ...] = (
 """Every event type that is a section, declared once."""
 
 
-def _text(e):
+def _text(e: Text) -> str:
     # Raw text has no heading: it is relayed as escaped lines in its place.
     text = escape_text(e.text)
     return text if text.endswith("\n") else text + "\n"
@@ -337,7 +337,7 @@ class Parser:
         self._flush(events)
         return events
 
-    def _lines(self, source, events):
+    def _lines(self, source: str, events: list[Event]) -> None:
         """``source``: "\\n" then whole lines, each ending in "\\n"."""
         at = 1
         for match in _SPECIAL.finditer(source):
@@ -362,16 +362,18 @@ class Parser:
                     self._fence = (run[0], len(run))
         self._parts.append(source[at:])
 
-    def _closes_fence(self, line):
+    def _closes_fence(self, line: str) -> bool:
         # CommonMark: a run of the same character, at least as long, with up
         # to three spaces before it and nothing but blanks after.
+        if self._fence is None:
+            return False
         char, length = self._fence
         run = line.lstrip(" ")
         return (len(line) - len(run) <= 3 and run.rstrip(" \t") ==
                 char * len(run.rstrip(" \t")) and
                 len(run.rstrip(" \t")) >= length)
 
-    def _flush(self, events):
+    def _flush(self, events: list[Event]) -> None:
         joined, self._parts, self._fence = "".join(self._parts), [], None
         body = joined[:-1]  # without the newline of the last line
         if self._heading is None:

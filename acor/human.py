@@ -18,6 +18,7 @@ is ``true`` or ``false``, a number its decimal form. At most
 """
 
 import os
+import stat  # loaded with os already: it costs nothing here
 
 FD_VAR = "ACOR_HUMAN_FD"
 MAX_BYTES = 32 * 1024  # well under a pipe's buffer: the write never blocks
@@ -27,7 +28,7 @@ _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _taken: "dict[str, str] | None" = None
 
 
-def encode(values: dict) -> bytes:
+def encode(values: "dict[str, str | bool | int | float]") -> bytes:
     """``values`` ({name: str, bool, int or float}) in the wire form."""
     lines = []
     for name, value in values.items():
@@ -50,7 +51,7 @@ def encode(values: dict) -> bytes:
 def decode(data: bytes) -> "dict[str, str]":
     """The wire form read back: {name: text}. Malformed lines are
     skipped (the launcher never writes them)."""
-    values = {}
+    values: "dict[str, str]" = {}
     for line in data.decode("ascii", "replace").splitlines():
         name, eq, encoded = line.partition("=")
         if not eq or not name:
@@ -70,12 +71,12 @@ def decode(data: bytes) -> "dict[str, str]":
     return values
 
 
-def _is_hex(text):
+def _is_hex(text: str) -> bool:
     return len(text) == 2 and all(c in "0123456789abcdefABCDEF"
                                   for c in text)
 
 
-def pipe(values: dict) -> int:
+def pipe(values: "dict[str, str | bool | int | float]") -> int:
     """For launchers: a pipe holding ``values`` in the wire form, its
     writing end closed; returns the reading end, to pass to the tool and
     name in ``ACOR_HUMAN_FD`` (the launcher closes its copy once the tool
@@ -101,7 +102,6 @@ def take() -> "dict[str, str]":
 
 
 def _read(value: str) -> "dict[str, str]":
-    import stat
     try:
         fd = int(value)
         if fd < 3 or not stat.S_ISFIFO(os.fstat(fd).st_mode):

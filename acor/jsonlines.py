@@ -8,8 +8,16 @@ neither the decoder nor anything that re-encodes the value later can run
 out of stack.
 """
 
+from __future__ import annotations
+
 import json
 import re
+
+from .events import EVENT_TYPES
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_DEPTH = 256
 """The deepest nesting :func:`loads` decodes; deeper values stay text."""
@@ -48,7 +56,7 @@ def _nesting_over(text: str, limit: int) -> bool:
     return False
 
 
-def loads(text: str, max_depth: int = MAX_DEPTH):
+def loads(text: str, max_depth: int = MAX_DEPTH) -> Any:
     """Decode one JSON value; :class:`ValueError` if ``text`` is not JSON
     or nests deeper than ``max_depth`` (never :class:`RecursionError`)."""
     if _nesting_over(text, max_depth):
@@ -70,7 +78,7 @@ launcher no longer adds ``seq``, ``time`` and ``tool`` to every line."""
 # The value a reader takes for each key a line leaves out (schema 2). Every
 # other key of an event is always written. A key holding null is left out
 # whatever its type: a reader takes a missing key as null unless it is here.
-LINE_DEFAULTS: dict = {
+LINE_DEFAULTS: dict[str, dict[str, Any]] = {
     "status": {"message": ""},
     "progress": {"message": ""},
     "unknown": {"body": ""},
@@ -78,16 +86,17 @@ LINE_DEFAULTS: dict = {
     "result": {"truncated": False, "argv": []},
 }
 # In each output_files entry: a missing key is null, description "".
-FILE_DEFAULTS: dict = {"description": ""}
+FILE_DEFAULTS: dict[str, Any] = {"description": ""}
 
 
-def line_record(record: dict) -> dict:
+def line_record(record: dict[str, Any]) -> dict[str, Any]:
     """``record`` (an event's dict) as a JSON line carries it: without the
     keys that are null or at their default (:data:`LINE_DEFAULTS`), with
     ``v`` last. Each line reads alone: what it leaves out is fixed by
     ``v``, never by another line."""
-    defaults = LINE_DEFAULTS.get(record.get("type"), {})
-    line = {}
+    defaults = LINE_DEFAULTS.get(record["type"], {}) \
+        if "type" in record else {}
+    line: dict[str, Any] = {}
     for key, value in record.items():
         if value is None or (key in defaults and value == defaults[key]
                              and type(value) is type(defaults[key])):
@@ -104,23 +113,22 @@ def line_record(record: dict) -> dict:
     return line
 
 
-def full_record(line: dict) -> dict:
+def full_record(line: dict[str, Any]) -> dict[str, Any]:
     """A JSON line read back as its event's whole dict, the inverse of
     :func:`line_record`: every key of the event type in its order, those
     the line left out at their default (null unless
     :data:`LINE_DEFAULTS` says otherwise), without ``v``. Keys the reader
     does not know are kept, after the rest; a type it does not know comes
     back as it is, minus ``v``."""
-    from acor.events import EVENT_TYPES
     kind = line.get("type")
     record = {key: value for key, value in line.items() if key != "v"}
     event_class = EVENT_TYPES.get(kind) if isinstance(kind, str) else None
     if event_class is None:
         return record
-    defaults = LINE_DEFAULTS.get(kind, {})
+    defaults = LINE_DEFAULTS.get(str(kind), {})  # a type EVENT_TYPES knows
     names = [name for klass in reversed(event_class.__mro__)
              for name in getattr(klass, "__slots__", ())]
-    full = {"type": kind}
+    full: dict[str, Any] = {"type": kind}
     for name in names:
         full[name] = record.pop(name, defaults.get(name))
     files = full.get("files")
@@ -147,7 +155,7 @@ _ENCODE_DEPTH = 2 * MAX_DEPTH
 _NON_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
 
 
-def _default(value):
+def _default(value: object) -> str:
     """Unknown objects are carried as their ``str()``, whatever it takes."""
     try:
         return str(value)
@@ -164,7 +172,7 @@ _COMPACT = json.JSONEncoder(ensure_ascii=False, allow_nan=False,
                             default=_default, separators=(",", ":"))
 
 
-def dumps(record: dict, compact: bool = False) -> str:
+def dumps(record: object, compact: bool = False) -> str:
     """``record`` as one line of strict JSON (RFC 8259), for any reader;
     ``compact``: without a space after ``,`` and ``:`` (JSON lines).
 
@@ -202,14 +210,14 @@ def dumps(record: dict, compact: bool = False) -> str:
     return line
 
 
-def jsonable(value, max_depth: int = _ENCODE_DEPTH):
+def jsonable(value: object, max_depth: int = _ENCODE_DEPTH) -> Any:
     """A copy of ``value`` that any strict JSON encoder takes, with the
     conversions :func:`dumps` makes; containers nested deeper than
     ``max_depth`` become their JSON text. Iterative: any depth is safe."""
     return _clean(value, max_depth)
 
 
-def _number(value):
+def _number(value: float) -> float | str:
     """A float or int the C encoder takes, or the string standing for it."""
     if isinstance(value, float):
         text = float.__repr__(value)
@@ -221,7 +229,7 @@ def _number(value):
     return int(value)
 
 
-def _key(key):
+def _key(key: object) -> str:
     if isinstance(key, str):
         return key
     if key is None or isinstance(key, bool):
@@ -235,12 +243,15 @@ def _key(key):
 _EXIT = object()
 
 
-def _clean(value, limit):
+def _clean(value: object, limit: int | None) -> Any:
     """A copy of ``value`` the C encoder takes as is (see :func:`dumps`),
     built with an explicit stack so that no depth can exhaust Python's."""
-    root = [None]
-    stack = [(value, root, 0, 0)]
-    path = set()  # ids of the containers being copied: a cycle's marks
+    root: list[Any] = [None]
+    # (value, its parent copy, its key there, its depth); an _EXIT entry
+    # holds the id of the container it closes in place of the parent.
+    stack: list[tuple[Any, Any, Any, Any]] = [(value, root, 0, 0)]
+    path: set[int] = set()  # ids of the containers being copied
+    clean: Any
     while stack:
         value, parent, key, depth = stack.pop()
         if value is _EXIT:
@@ -274,9 +285,10 @@ def _clean(value, limit):
     return root[0]
 
 
-def _encode_iteratively(value):
+def _encode_iteratively(value: Any) -> str:
     """Compact JSON text of a value :func:`_clean` made, at any depth."""
-    out, stack = [], [value]
+    out: list[str] = []
+    stack: list[Any] = [value]
     while stack:
         item = stack.pop()
         if type(item) is tuple:  # a piece of syntax; _clean makes no tuples

@@ -20,13 +20,13 @@ if TYPE_CHECKING:  # annotations only: typing costs milliseconds to import
     from typing import Any
 
 
-def _indent(lines):
+def _indent(lines: list[str]) -> list[str]:
     """Continuation lines of an item or a field, indented by two spaces; an
     empty line stays empty."""
     return ["  " + line if line else "" for line in lines]
 
 
-def _dedent(line):
+def _dedent(line: str) -> str:
     return line[2:] if line.startswith("  ") else line
 
 
@@ -136,14 +136,14 @@ class Fields:
 def write_argv(argv: list[str]) -> str:
     """An argv as the shell command that runs it (``shlex.join``), nested-
     escaped: an argument with a line break spans continuation lines."""
-    import shlex  # only a next command pays for it
+    import shlex  # 0.4 ms past re: only a next command pays for it
     return escape_nested(shlex.join([str(arg) for arg in argv]))
 
 
 def read_argv(text: str) -> list[str] | None:
     """The argv back; None when the text is not a complete shell command
     (an unclosed quote: a hand-written section)."""
-    import shlex
+    import shlex  # 0.4 ms past re: only a next command pays for it
     try:
         return shlex.split(unescape_text(text))
     except ValueError:
@@ -152,14 +152,14 @@ def read_argv(text: str) -> list[str] | None:
 
 def write_json(value: Any) -> str:
     """A JSON value on one line, strict (see :mod:`acor.jsonlines`)."""
-    from .jsonlines import dumps
+    from .jsonlines import dumps  # json, 2 ms: only JSON values pay
     return dumps(value)
 
 
 def read_json(text: str) -> Any:
     """The value back; None when the text is not JSON (a hand-written
     section) or nests too deep."""
-    from .jsonlines import loads
+    from .jsonlines import loads  # json, 2 ms: only JSON values pay
     try:
         return loads(text)
     except ValueError:
@@ -272,7 +272,7 @@ MAX_FILE_BYTES = (1 << 63) - 1
 _MAX_SIZE_DIGITS = len(str(MAX_FILE_BYTES))
 
 
-def _meta(entry):
+def _meta(entry: dict[str, Any]) -> str:
     """The bracket of a file line; anything but a well-formed file or a
     directory is written as missing, so no value can leave the bracket."""
     kind = entry.get("kind", "missing")
@@ -285,7 +285,7 @@ def _meta(entry):
     return "directory" if kind == "directory" else "missing"
 
 
-def files(entries: list[dict]) -> list[str]:
+def files(entries: list[dict[str, Any]]) -> list[str]:
     """One ``- `path` [meta]: description`` line per file. A path is one
     line: a line break in one (the library refuses them) is written as
     U+FFFD."""
@@ -303,8 +303,8 @@ def files(entries: list[dict]) -> list[str]:
     return lines
 
 
-def read_files(body: str) -> list[dict]:
-    found: list[dict] = []
+def read_files(body: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
     for line in body.split("\n") if body else []:
         match = _FILE.match(line)
         if match:
@@ -333,16 +333,16 @@ def read_files(body: str) -> list[dict]:
 _OPENING = re.compile(r"(`{3,})([^`]*)$")
 
 
-def _json_block(data):
+def _json_block(data: object) -> str:
     """``data`` as indented strict JSON; a value json cannot write as it is
     (NaN, deep nesting, odd keys) goes through :func:`jsonlines.jsonable`
     first, which never fails."""
-    import json
+    import json  # 2 ms: only JSON blocks pay for it
     try:
         return json.dumps(data, indent=2, ensure_ascii=False,
                           allow_nan=False, default=str)
     except (ValueError, TypeError, RecursionError):
-        from .jsonlines import MAX_DEPTH, jsonable
+        from .jsonlines import MAX_DEPTH, jsonable  # json: loaded above
         return json.dumps(jsonable(data, MAX_DEPTH), indent=2,
                           ensure_ascii=False)
 
@@ -381,7 +381,7 @@ def read_fenced(body: str, decode: bool = True) -> tuple[str, Any] | None:
     if format == "json" and not decode:
         return format, RawJSON(data)
     if format == "json":
-        from . import jsonlines  # only JSON blocks pay for json
+        from . import jsonlines  # json, 2 ms: only JSON blocks pay for it
         try:
             data = jsonlines.loads(data)
         except ValueError:

@@ -23,6 +23,8 @@ the last one written; "something is held" is ``_latest is not _written``.
 Calls store without the lock; the lock guards every write and the hold.
 """
 
+from __future__ import annotations
+
 import _thread
 import time
 
@@ -32,7 +34,24 @@ from .toolstate import ToolState
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import Self
+    from typing import Any, Protocol, Self
+
+    # A held call's arguments: (value, message) from progress(), (current,
+    # total, label) from progress_bar().
+    _Args = tuple[float, str] | tuple[int, int, str]
+
+    class _Host(Protocol):
+        """What ProgressMixin needs of the class it is mixed into."""
+        _lock: _thread.RLock
+        _state: ToolState
+
+        def _put(self, section: str) -> None: ...
+        def _require_running(self, what: str) -> None: ...
+        def _interval(self) -> float: ...  # the interval now, in seconds
+
+    _Base = _Host
+else:
+    _Base = object
 
 _RUNNING = ToolState.RUNNING
 
@@ -48,7 +67,7 @@ DIRECT_PROGRESS_INTERVAL = 0.1
 GRACE = 0.002
 
 
-def percent_of(value):
+def percent_of(value: float) -> float:
     """int 0-100 or float 0.0-1.0 (a float above 1.0 is a percent),
     clamped to 0-100 and rounded to two decimals."""
     if type(value) is int and 0 <= value <= 100:
@@ -59,7 +78,7 @@ def percent_of(value):
     return _clamp(value)
 
 
-def check_percent(value):
+def check_percent(value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise TypeError(f"progress must be an int (0-100) or a float "
                         f"(0.0-1.0), not {type(value).__name__}")
@@ -67,13 +86,13 @@ def check_percent(value):
         raise ValueError(f"progress must be a finite number, not {value}")
 
 
-def check_text(value, what):
+def check_text(value: object, what: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{what} must be a string, not {type(value).__name__}")
     return value
 
 
-def check_count(value, what):
+def check_count(value: Any, what: str) -> int:
     """An integer (int, bool, or any type with __index__, like numpy's
     integers) that is not negative, as an int."""
     if not isinstance(value, int):
@@ -88,12 +107,12 @@ def check_count(value, what):
     return int(value)
 
 
-def _clamp(percent):
+def _clamp(percent: float) -> float:
     percent = round(min(100, max(0, percent)), 2)
     return int(percent) if percent == int(percent) else percent
 
 
-def progress_event(args):
+def progress_event(args: _Args) -> Progress:
     """The Progress event of a stored call: (value, message) from
     progress(), (current, total, label) from progress_bar()."""
     if len(args) == 2:
@@ -105,19 +124,19 @@ def progress_event(args):
     return Progress(percent, f"{label} ({int(current)}/{int(total)})".lstrip())
 
 
-class ProgressMixin:
-    """progress() and progress_bar() for AcorTool, which provides _lock,
-    _state, _put(section), _require_running(what) and _interval() (the
-    interval now, in seconds)."""
+class ProgressMixin(_Base):
+    """progress() and progress_bar() for AcorTool, which provides what
+    ``_Host`` lists: _lock, _state, _put(section), _require_running(what)
+    and _interval()."""
 
-    def _init_progress(self, interval):
+    def _init_progress(self, interval: float | None) -> None:
         if interval is not None and not (
                 isinstance(interval, (int, float)) and interval >= 0):
             raise ValueError(f"progress_interval must be a number of "
                              f"seconds >= 0, not {interval!r}")
         self._progress_interval = interval
-        self._latest = None      # arguments of the latest call
-        self._written = None     # arguments of the last call written
+        self._latest: _Args | None = None   # arguments of the latest call
+        self._written: _Args | None = None  # ... of the last call written
         self._written_at = float("-inf")
         self._hold = False       # True: calls only store their arguments
         self._timer_alive = False
@@ -128,7 +147,7 @@ class ProgressMixin:
     # catches); every call they do not take goes the slow way, which
     # checks everything and says what is wrong.
 
-    def progress(self, value: float, message: str = "") -> "Self":
+    def progress(self, value: float, message: str = "") -> Self:
         """``## Progress: 50%``: an int 0-100 or a float 0.0-1.0 (a float
         above 1.0 is a percent); out of range is clamped."""
         try:
@@ -145,7 +164,7 @@ class ProgressMixin:
         return self._publish()
 
     def progress_bar(self, current: int, total: int, label: str = ""
-                     ) -> "Self":
+                     ) -> Self:
         """Progress from a count: ``label (current/total)`` at
         ``current/total`` percent, clamped to 100. A total of 0 reads as
         done (there is nothing left to do). The counts are integers (numpy's
@@ -161,14 +180,15 @@ class ProgressMixin:
             return self
         return self._publish()
 
-    def _progress_checked(self, value, message):
+    def _progress_checked(self, value: float, message: str) -> Self:
         check_percent(value)
         self._latest = (value, check_text(message, "message"))
         if self._hold:
             return self
         return self._publish()
 
-    def _progress_bar_checked(self, current, total, label):
+    def _progress_bar_checked(self, current: int, total: int,
+                              label: str) -> Self:
         self._latest = (check_count(current, "current"),
                         check_count(total, "total"),
                         check_text(label, "label"))
@@ -176,7 +196,7 @@ class ProgressMixin:
             return self
         return self._publish()
 
-    def _publish(self):
+    def _publish(self) -> Self:
         """No hold is on: write the latest progress if the interval since
         the last one has passed; otherwise calls are coming fast, and a
         hold starts (the timer ends it)."""
@@ -196,24 +216,25 @@ class ProgressMixin:
                     _thread.start_new_thread(self._timer, (interval,))
         return self
 
-    def _write_held(self):
-        """Write the latest progress (the lock is held)."""
+    def _write_held(self) -> None:
+        """Write the latest progress (the lock is held; one is held)."""
         latest = self._written = self._latest
         self._written_at = time.monotonic()
-        self._put(render(progress_event(latest)))
+        if latest is not None:  # always: a call stored it
+            self._put(render(progress_event(latest)))
 
-    def _end_progress(self):
+    def _end_progress(self) -> None:
         """The run left RUNNING (the lock is held): calls must reach
         _publish again, to be refused; the timer sees the state and ends."""
         self._hold = False
 
-    def _reset_progress_after_fork(self):
+    def _reset_progress_after_fork(self) -> None:
         # The timer thread was not forked; the parent writes what it held.
         self._written = self._latest
         self._hold = False
         self._timer_alive = False
 
-    def _timer(self, interval):
+    def _timer(self, interval: float) -> None:
         """Ends each hold; writes what a quiet tool left held."""
         try:
             while self._timer_round(interval):
@@ -225,7 +246,7 @@ class ProgressMixin:
             if not isinstance(exc, (OSError, ValueError)):
                 raise  # stdout gone is expected; anything else is a bug
 
-    def _timer_round(self, interval):
+    def _timer_round(self, interval: float) -> bool:
         time.sleep(max(0.0, self._written_at + interval - time.monotonic()))
         with self._lock:
             if self._state is not _RUNNING:

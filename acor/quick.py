@@ -11,6 +11,14 @@ other kind of section) goes to the grammar. ``tests/library/test_tool.py`` check
 that both give the same text.
 """
 
+from __future__ import annotations
+
+from .events import Output, Progress, Status
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from .events import Event
+
 # Text is taken as it is only when it is one printable line (no line breaks,
 # tabs or control characters: ``str.isprintable``) starting with a letter, a
 # digit or "(": nothing that can begin a block, an escape or a frame mark.
@@ -21,11 +29,11 @@ _STATES = {state: "Status: " + state.capitalize()
                          "cancelled")}
 
 
-def _plain(text):
+def _plain(text: str) -> bool:
     return not text or (text[0] in _PLAIN_FIRST and text.isprintable())
 
 
-def format_percent(percent):
+def format_percent(percent: float) -> str:
     """``50`` for whole numbers, up to two decimals otherwise (as the
     grammar writes it)."""
     if type(percent) is int:
@@ -35,22 +43,21 @@ def format_percent(percent):
     return f"{percent:.2f}".rstrip("0").rstrip(".")
 
 
-def _section(heading, text):
+def _section(heading: str, text: str) -> str:
     return f"## {heading}\n{text}\n\n" if text else f"## {heading}\n\n"
 
 
-def render(event):
+def render(event: Event) -> str:
     """The ACOR Markdown text of one event, ending in a blank line."""
-    kind = event.type
-    if kind == "progress":
+    if isinstance(event, Progress):
         if _plain(event.message):
             return _section(f"Progress: {format_percent(event.percent)}%",
                             event.message)
-    elif kind == "status":
+    elif isinstance(event, Status):
         heading = _STATES.get(event.state)
         if heading is not None and _plain(event.message):
             return _section(heading, event.message)
-    elif kind == "output" and _plain(event.text):
+    elif isinstance(event, Output) and _plain(event.text):
         return _section("Output", event.text)
-    from . import grammar
+    from . import grammar  # re, 8 ms: what this module saves most runs
     return grammar.render(event)

@@ -5,30 +5,42 @@ session() call); the session id travels as an argument, so the tool stays
 stateless between runs.
 """
 
+from __future__ import annotations
+
 from .checks import state_error
 from .events import Checkpoint, Session
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import Any, Self
+    import _thread
+    from typing import Any, Protocol, Self
 
+    from .events import Event
+    from .sessions import SessionStore
 
-class ResumableMixin:
-    """For AcorTool, which provides name, _lock, _emit(what, event),
-    _require_running(what), and _session and _store (None at first)."""
-
-    if TYPE_CHECKING:  # the contract above, for the type checker
+    class _Host(Protocol):
+        """What ResumableMixin needs of the class it is mixed into."""
         name: str
-        _lock: Any
-        _session: "str | None"
-        _store: Any
+        _lock: _thread.RLock
 
-        def _emit(self, what: str, event: Any) -> Self: ...
-
+        def _emit(self, what: str, event: Event) -> Self: ...
         def _require_running(self, what: str) -> None: ...
 
-    def session(self, session_id: str, keep: "int | None" = None
-                ) -> "Self":
+    _Base = _Host
+else:
+    _Base = object
+
+
+class ResumableMixin(_Base):
+    """For AcorTool, which provides what ``_Host`` lists: name, _lock,
+    _emit(what, event), _require_running(what); and sets _session and
+    _store to None at first."""
+
+    _session: str | None  # None until session()
+    _store: SessionStore | None  # None until session()
+
+    def session(self, session_id: str, keep: int | None = None
+                ) -> Self:
         """Bind this run to a resumable session and emit ``## Session: id``.
 
         The id travels as an argument (the CLI stays stateless); state lives
@@ -42,7 +54,7 @@ class ResumableMixin:
         1000); a tool whose state is large and cumulative needs only the
         newest one or two, and every save rewrites the whole file.
         """
-        from . import sessions  # only tools that use sessions pay for it
+        from . import sessions  # json and re: only tools with sessions pay
         # The store checks the tool name; the session id is checked here,
         # before the Session section says it exists.
         sessions.validate_session_id(session_id)
@@ -53,25 +65,27 @@ class ResumableMixin:
         self._session, self._store = session_id, store
         return self
 
-    def checkpoint(self, checkpoint_id: str, state: "Any") -> "Self":
+    def checkpoint(self, checkpoint_id: str, state: Any) -> Self:
         """Save JSON-serialisable ``state`` for the session (atomically, and
         safely against other processes), then emit
         ``## Session Checkpoint: id``."""
-        self._require_session("checkpoint")
+        session, store = self._require_session("checkpoint")
         with self._lock:
             self._require_running("checkpoint")
-        self._store.save(self._session, checkpoint_id, state)
+        store.save(session, checkpoint_id, state)
         return self._emit("checkpoint", Checkpoint(checkpoint_id))
 
-    def resume(self) -> "tuple[str, Any] | None":
+    def resume(self) -> tuple[str, Any] | None:
         """The session's latest checkpoint as ``(checkpoint_id, state)``, or
         None when there is none yet (a first run)."""
-        self._require_session("resume")
-        saved = self._store.latest(self._session)
+        session, store = self._require_session("resume")
+        saved = store.latest(session)
         return None if saved is None else (saved.id, saved.state)
 
-    def _require_session(self, what):
-        if self._session is None:
+    def _require_session(self, what: str) -> tuple[str, SessionStore]:
+        """The session and its store (session() sets both)."""
+        if self._session is None or self._store is None:
             raise state_error(
                 f"Cannot {what}: tool '{self.name}' has no session. Call "
                 f"tool.session(session_id) first.")
+        return self._session, self._store

@@ -33,13 +33,24 @@ or device is refused without blocking), and at most ``MAX_BYTES`` of each;
 anything else is a :class:`CorruptSessionError` that names the file.
 """
 
+from __future__ import annotations
+
 import collections
+import errno
 import json
 import os
 import re
 import time
 
 from ._safefs import Folder, Unsafe, size
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._safefs import Lock
+
+    Data = dict[str, Any]  # a session file's JSON object
 
 FORMAT = "acor-session/1"
 KEEP = 1000
@@ -69,7 +80,9 @@ class CorruptSessionError(ValueError):
     link, over :data:`MAX_BYTES`. ``path`` is the file; the message says
     why and how to fix it."""
 
-    def __init__(self, path, tool, session, reason, what="file", fix=None):
+    def __init__(self, path: str, tool: str, session: str | None,
+                 reason: str, what: str = "file",
+                 fix: str | None = None) -> None:
         self.path = path
         if fix is None:
             fix = (f"Delete it, or run `acor sessions --clear {session} "
@@ -78,7 +91,7 @@ class CorruptSessionError(ValueError):
                          f"session {what} ({reason}). {fix}")
 
 
-def _validate(value, what):
+def _validate(value: object, what: str) -> str:
     """``value`` if it is a safe file name stem, else ValueError naming the
     rule it breaks and a valid example. Checked before any path is built."""
     if not isinstance(value, str):
@@ -88,8 +101,8 @@ def _validate(value, what):
         problem = "it is empty"
     elif len(value) > 128:
         problem = f"it is {len(value)} characters long (at most 128)"
-    elif _BAD.search(value):  # '/', '\\', NUL, spaces, non-ASCII, ...
-        problem = f"it contains {_BAD.search(value).group()!r}"
+    elif bad := _BAD.search(value):  # '/', '\\', NUL, spaces, non-ASCII
+        problem = f"it contains {bad.group()!r}"
     elif not _ID.fullmatch(value):  # '.', '-' or '_' first
         problem = f"it starts with {value[0]!r}"
     elif ".." in value:
@@ -106,29 +119,30 @@ def _validate(value, what):
     return value
 
 
-def validate_session_id(value):
+def validate_session_id(value: object) -> str:
     """The session id, or ValueError (TypeError if not a string)."""
     return _validate(value, "session id")
 
 
-def validate_checkpoint_id(value):
+def validate_checkpoint_id(value: object) -> str:
     """The checkpoint id, or ValueError (TypeError if not a string)."""
     return _validate(value, "checkpoint id")
 
 
-def validate_tool_name(value):
+def validate_tool_name(value: object) -> str:
     """The tool name, or ValueError (TypeError if not a string)."""
     return _validate(value, "tool name")
 
 
-def state_dir_from_env():
+def state_dir_from_env() -> str:
     """``$ACOR_STATE_DIR`` (the launcher sets it from the config's
     ``state_dir``), else ``.acor/state`` under the current directory."""
     return os.path.abspath(os.environ.get("ACOR_STATE_DIR")
                            or os.path.join(".acor", "state"))
 
 
-def _check_json(value, where="state", active=None):
+def _check_json(value: object, where: str = "state",
+                active: set[int] | None = None) -> None:
     """TypeError naming the type and where it is, unless ``value`` survives a
     JSON round trip as itself (tuples come back as lists)."""
     active = set() if active is None else active
@@ -162,7 +176,8 @@ class SessionStore:
     """The sessions of one tool under ``state_dir``. Reads need no lock
     (files are replaced atomically); ``save`` and ``clear`` take one."""
 
-    def __init__(self, state_dir, tool, keep=KEEP, lock_timeout=30.0):
+    def __init__(self, state_dir: str | os.PathLike[str], tool: str,
+                 keep: int = KEEP, lock_timeout: float = 30.0) -> None:
         self.tool = validate_tool_name(tool)
         if isinstance(keep, bool) or not isinstance(keep, int) or keep < 1:
             raise ValueError(f"keep must be a positive int, not {keep!r}")
@@ -170,11 +185,11 @@ class SessionStore:
         self.lock_timeout = lock_timeout
         self.folder = os.path.join(os.fspath(state_dir), self.tool)
 
-    def path(self, session_id):
+    def path(self, session_id: str) -> str:
         return os.path.join(self.folder,
                             validate_session_id(session_id) + ".json")
 
-    def _open_folder(self, create):
+    def _open_folder(self, create: bool) -> Folder | None:
         """The tool folder (:class:`acor._safefs.Folder`), None if there is
         none. A folder that is a symbolic link (a repository can commit
         one pointing anywhere) is a CorruptSessionError."""
@@ -186,7 +201,8 @@ class SessionStore:
                 fix="Remove it (acor did not make it), then run the tool "
                 "again.") from None
 
-    def _read(self, session_id, folder=None):
+    def _read(self, session_id: str,
+              folder: Folder | None = None) -> Data | None:
         """The parsed file, None if absent, else CorruptSessionError. Only a
         regular file is read (never a link, FIFO or device), and at most
         :data:`MAX_BYTES` of it."""
@@ -205,7 +221,7 @@ class SessionStore:
         if raw is None:
             return None
         try:
-            data = json.loads(raw)
+            data: Data = json.loads(raw)
         except (ValueError, RecursionError) as exc:  # bad UTF-8, JSON, depth
             raise CorruptSessionError(path, self.tool, session_id,
                                       f"not JSON: {exc}") from None
@@ -226,7 +242,8 @@ class SessionStore:
                 del data["checkpoints"][cid]
         return data
 
-    def _journal(self, session_id, folder):
+    def _journal(self, session_id: str, folder: Folder
+                 ) -> tuple[int | None, int | None, list[Data]]:
         """(its size in bytes or None when there is none, the file's seq
         when it was started, its well-formed entries). A line that is not
         one (torn by a crash) is skipped."""
@@ -259,18 +276,21 @@ class SessionStore:
                 entries.append(entry)
         return len(raw), base, entries
 
-    def latest(self, session_id):
+    def latest(self, session_id: str) -> SavedCheckpoint | None:
         """The newest :class:`SavedCheckpoint`, or None if there is none."""
         return _newest(self._read(session_id))
 
-    def save(self, session_id, checkpoint_id, state):
+    def save(self, session_id: str, checkpoint_id: str,
+             state: object) -> None:
         """Add ``state`` as the newest checkpoint of the session. Ids and
         state are checked before anything is created on disk."""
         validate_session_id(session_id)
         validate_checkpoint_id(checkpoint_id)
         _check_json(state)
-        with self._open_folder(create=True) as folder, \
-                self._lock(folder, session_id):
+        folder = self._open_folder(create=True)
+        if folder is None:  # removed between making it and opening it
+            raise FileNotFoundError(errno.ENOENT, "removed", self.folder)
+        with folder, self._lock(folder, session_id):
             if self._append(folder, session_id, checkpoint_id, state):
                 return
             data = self._read(session_id, folder) or \
@@ -295,7 +315,8 @@ class SessionStore:
                 {"format": JOURNAL, "seq": seq}) + b"\n", durable=True,
                 temp=f".{session_id}.{os.urandom(6).hex()}.tmp")
 
-    def _append(self, folder, session_id, checkpoint_id, state):
+    def _append(self, folder: Folder, session_id: str, checkpoint_id: str,
+                state: object) -> bool:
         """Save by one line appended to the journal; False when the
         journal is missing or due to be folded into the file."""
         if self.keep <= ROTATE:  # a small file: rewriting it costs little
@@ -315,7 +336,7 @@ class SessionStore:
         folder.append(f".{session_id}.journal", line, durable=True)
         return True
 
-    def clear(self, session_id):
+    def clear(self, session_id: str) -> bool:
         """Delete the session (even a corrupt one: a link, a FIFO). True if
         it existed."""
         path = self.path(session_id)
@@ -344,11 +365,11 @@ class SessionStore:
             folder.sync()
             return True
 
-    def list_sessions(self):
+    def list_sessions(self) -> list[SessionSummary]:
         """:class:`SessionSummary` of each session of this tool."""
         return list_sessions(os.path.dirname(self.folder), self.tool)
 
-    def _lock(self, folder, session_id):
+    def _lock(self, folder: Folder, session_id: str) -> Lock:
         """Hold ``.<session>.lock`` while the session is read, changed and
         replaced, across processes."""
         name = f".{session_id}.lock"
@@ -366,7 +387,7 @@ class SessionStore:
                 "; another process is saving to it. Wait for it, or stop "
                 "it.") from None
 
-    def _remove_temps(self, folder, session_id):
+    def _remove_temps(self, folder: Folder, session_id: str) -> None:
         # Under the lock any temp file of this session is a dead writer's.
         for name in folder.listdir():
             if name.startswith(".") and name.endswith(".tmp") and \
@@ -377,7 +398,7 @@ class SessionStore:
                     pass
 
 
-def _encode(data):
+def _encode(data: object) -> bytes:
     try:
         return json.dumps(data, ensure_ascii=False, allow_nan=False,
                           separators=(",", ":")).encode("utf-8")
@@ -386,7 +407,8 @@ def _encode(data):
                           separators=(",", ":")).encode("ascii")
 
 
-def _fit(header, entries, session_id):
+def _fit(header: Data, entries: list[tuple[str, Data]],
+         session_id: str) -> bytes:
     """The session file holding the newest ``entries`` that fit in
     :data:`MAX_BYTES` (the older ones are dropped, as ``keep`` drops them);
     ValueError if the newest alone does not fit."""
@@ -410,7 +432,7 @@ def _fit(header, entries, session_id):
     return blob
 
 
-def _newest(data):
+def _newest(data: Data | None) -> SavedCheckpoint | None:
     if not data or not data["checkpoints"]:
         return None
     cid, entry = max(data["checkpoints"].items(),
@@ -418,7 +440,7 @@ def _newest(data):
     return SavedCheckpoint(cid, entry["state"], entry["time"], entry["seq"])
 
 
-def _format_problem(data):
+def _format_problem(data: object) -> str | None:
     """Why ``data`` is not a session file, or None if it is one."""
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return f"no \"format\": \"{FORMAT}\" object"
@@ -433,7 +455,8 @@ def _format_problem(data):
     return None
 
 
-def list_sessions(state_dir, tool=None):
+def list_sessions(state_dir: str, tool: str | None = None
+                  ) -> list[SessionSummary]:
     """:class:`SessionSummary` of every session under ``state_dir`` (of one
     tool if given), sorted by tool then session. A corrupt file, or a tool
     folder that is a symbolic link, is listed with ``error`` set (and

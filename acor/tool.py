@@ -16,6 +16,8 @@ interpreter has loaded already (no enum, json, re, threading or typing):
 grammar, json and the rest come on the first call that needs them.
 """
 
+from __future__ import annotations
+
 import _thread
 import os
 import sys
@@ -36,7 +38,10 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
     import argparse
     from types import TracebackType
-    from typing import Any, NoReturn
+    from typing import Any, NoReturn, Self, TextIO
+
+    from .events import Event
+    from .sessions import SessionStore
 
 _RUNNING = ToolState.RUNNING
 _CREATED = ToolState.CREATED
@@ -45,29 +50,30 @@ _AUDIENCES = ("agent", "human")
 _SENTINEL = object()
 
 
-def _quiet(interrupt):
+def _quiet(interrupt: BaseException) -> None:
     """A Ctrl-C the run has reported as Cancelled ends the process as
     Ctrl-C does (killed by SIGINT, so a shell sees it), without its
     traceback: the person asked for the stop, and the transcript says it.
     Any other uncaught exception is printed as before."""
     previous = sys.excepthook
 
-    def hook(kind, value, tb):
+    def hook(kind: type[BaseException], value: BaseException,
+             tb: TracebackType | None) -> None:
         if value is not interrupt:
             previous(kind, value, tb)
     sys.excepthook = hook
 
 
-def _manifest_folder():
+def _manifest_folder() -> str:
     script = sys.argv[0] if sys.argv and sys.argv[0] else ""
     return os.path.dirname(os.path.abspath(script)) if script else os.getcwd()
 
 
-def _read_manifest():
+def _read_manifest() -> tuple[dict[str, Any], str]:
     """manifest.json beside the running script (a dict, {} when there is no
     usable one) and the script's file stem."""
     script = sys.argv[0] if sys.argv and sys.argv[0] else ""
-    manifest = {}
+    manifest: object = {}
     path = os.path.join(_manifest_folder(), "manifest.json")
     try:
         with open(path, "rb") as f:
@@ -75,7 +81,7 @@ def _read_manifest():
     except OSError:
         raw = None
     if raw is not None:
-        import json  # only tools that name themselves by manifest pay for it
+        import json  # 2 ms: only tools named by their manifest pay for it
         try:
             manifest = json.loads(raw)
         except ValueError:
@@ -101,11 +107,12 @@ class AcorTool(ProgressMixin, ResumableMixin):
     every call.
     """
 
-    def __init__(self, name: "str | None" = None,
-                 version: "str | None" = None, *, stream: "Any" = None,
-                 frame_token: "Any" = _SENTINEL,
-                 progress_interval: "float | None" = None) -> None:
-        self._manifest = None
+    def __init__(self, name: str | None = None,
+                 version: str | None = None, *,
+                 stream: TextIO | None = None,
+                 frame_token: str | None | object = _SENTINEL,
+                 progress_interval: float | None = None) -> None:
+        self._manifest: dict[str, Any] | None = None
         if name is None or version is None:
             manifest, stem = _read_manifest()
             self._manifest = manifest
@@ -114,55 +121,56 @@ class AcorTool(ProgressMixin, ResumableMixin):
         self.name = str(name)
         self.version = str(version)
         self._stream = stream
-        self._token = (framing.inherited_token() if frame_token is _SENTINEL
-                       else frame_token)
+        self._token: str | None = (
+            framing.inherited_token() if frame_token is _SENTINEL
+            else frame_token)  # type: ignore[assignment]  # str or None
         self._lock = _thread.RLock()
         self._state = _CREATED
-        self._directives: "list[str]" = []
+        self._directives: list[str] = []
         self._errored = False
-        self._last_error_code: "str | None" = None
-        self._session: "str | None" = None
-        self._store: "Any" = None
+        self._last_error_code: str | None = None
+        self._session: str | None = None
+        self._store: SessionStore | None = None
         self._init_progress(progress_interval)
         forks.track(self)
         if "ACOR_HUMAN_FD" in os.environ:
             # What a person gave, taken now: a program the tool starts
             # before parse_args() must not inherit the pipe.
-            from . import human
+            from . import human  # only a run a person answered for pays
             human.take()
 
     @property
-    def state(self):
+    def state(self) -> ToolState:
         return self._state
 
-    def _manifest_data(self):
+    def _manifest_data(self) -> dict[str, Any]:
         if self._manifest is None:
             self._manifest, _ = _read_manifest()
         return self._manifest
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"<AcorTool {self.name!r} {self.version} {self._state.value}>"
 
     # --- writing --------------------------------------------------------
 
-    def _write(self, section):
+    def _write(self, section: str) -> None:
         """Write one rendered section (the lock is held): held progress
         goes first, so it is never lost behind another section."""
         if self._latest is not self._written:
             self._write_held()
         self._put(section)
 
-    def _put(self, section):
+    def _put(self, section: str) -> None:
         if self._token:
             section = framing.frame(section, self._token)
         self._write_raw(section)
 
-    def _write_raw(self, text):
+    def _write_raw(self, text: str) -> None:
         stream = self._stream if self._stream is not None else sys.stdout
         stream.write(text)
         stream.flush()
 
-    def _require_running(self, what):
+    def _require_running(self, what: str) -> None:
         if self._state is _RUNNING:
             return
         if self._state is _CREATED:
@@ -174,36 +182,36 @@ class AcorTool(ProgressMixin, ResumableMixin):
             f"(state: {self._state.value}). Emit everything before stop(); "
             f"a new run needs a new AcorTool.")
 
-    def _emit(self, what, event):
+    def _emit(self, what: str, event: Event) -> Self:
         text = render(event)  # render outside the lock: pure
         with self._lock:
             self._require_running(what)
             self._write(text)
         return self
 
-    def _flush_directives(self):
+    def _flush_directives(self) -> None:
         if self._directives:
             items, self._directives = self._directives, []
             self._write(render(AIDirective(items)))
 
-    def _end(self, state):
+    def _end(self, state: ToolState) -> None:
         """Leave RUNNING (the lock is held): progress calls now fail."""
         self._state = state
         self._end_progress()
 
-    def _interval(self):
+    def _interval(self) -> float:
         if self._progress_interval is not None:
             return self._progress_interval
         # Read at each use: tests and benchmarks may change them.
         return PROGRESS_INTERVAL if self._token else DIRECT_PROGRESS_INTERVAL
 
-    def _reset_after_fork(self):
+    def _reset_after_fork(self) -> None:
         self._lock = _thread.RLock()
         self._reset_progress_after_fork()
 
     # --- lifecycle ------------------------------------------------------
 
-    def start(self) -> "AcorTool":
+    def start(self) -> Self:
         """Emit ``## Status: Ready``. A second call does nothing."""
         with self._lock:
             if self._state is _CREATED:
@@ -212,7 +220,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         return self
 
     def stop(self, state: "ToolState | str" = ToolState.COMPLETE
-             ) -> "AcorTool":
+             ) -> Self:
         """Flush pending directives and emit the final status. Idempotent:
         only the first call after start() writes anything."""
         if isinstance(state, str):
@@ -232,7 +240,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self._end(state)
         return self
 
-    def __enter__(self) -> "AcorTool":
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, exc_type: "type[BaseException] | None",
@@ -247,7 +255,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         exit_report`); a Ctrl-C ends Cancelled, without its traceback."""
         if self._state is _RUNNING:
             try:
-                if exc_type is None:
+                if exc is None:  # the with statement: iff exc_type is None
                     self.stop(ToolState.FAILED if self._errored
                               else ToolState.COMPLETE)
                 elif isinstance(exc, KeyboardInterrupt):
@@ -268,11 +276,12 @@ class AcorTool(ProgressMixin, ResumableMixin):
             raise SystemExit(self._failed_exit_code())
         return None  # an exception in flight goes on
 
-    def _failed_exit_code(self):
+    def _failed_exit_code(self) -> int:
         return exitcodes.USAGE if self._last_error_code == "E_USAGE" \
             else exitcodes.FAILED
 
-    def _report_exit(self, exc, tb):
+    def _report_exit(self, exc: SystemExit,
+                     tb: TracebackType | None) -> None:
         """Why the tool ended itself (sys.exit, its own argparse or
         click), as an Error (see :func:`acor.crash.exit_report`)."""
         try:
@@ -284,7 +293,8 @@ class AcorTool(ProgressMixin, ResumableMixin):
         if report is not None:
             self.error(**report)
 
-    def _report_exception(self, exc, tb):
+    def _report_exception(self, exc: BaseException,
+                          tb: TracebackType | None) -> None:
         try:
             from . import crash  # only a crash pays for it
             report = crash.report(exc, tb, _manifest_folder())
@@ -295,14 +305,14 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     # --- sections -------------------------------------------------------
 
-    def status(self, state: str, message: str = "") -> "AcorTool":
+    def status(self, state: str, message: str = "") -> Self:
         """``## Status: Working`` and an optional message. Final states are
         refused: call stop() to end the run."""
         state = checks.text(state, "status state").strip()
         if state.lower() in ("complete", "failed", "cancelled"):
             raise ValueError(f"status({state!r}) would end the transcript; "
                              f"call stop(ToolState.{state.upper()}) instead")
-        from . import grammar
+        from . import grammar  # re, 8 ms: only a custom status pays for it
         if not grammar.is_state_word(state):
             raise ValueError(f"status state must be a short label (letters, "
                              f"digits, spaces, '_', '-'; at most 64) starting "
@@ -312,7 +322,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     # progress() and progress_bar() are in acor.progress (ProgressMixin).
 
-    def output(self, data: "Any", format: str = "auto") -> "AcorTool":
+    def output(self, data: "Any", format: str = "auto") -> Self:
         """A string is ``## Output``; anything else, or an explicit format,
         is ``## Output Data`` in a fenced block (json by default)."""
         if format == "auto" and isinstance(data, str):
@@ -320,7 +330,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         format, text = checks.output_text(data, format)
         return self._emit("output", OutputData(format, text))
 
-    def output_files(self, files: "Any") -> "AcorTool":
+    def output_files(self, files: "Any") -> Self:
         """``## Output Files``: a dict ``{path: description}`` or a list of
         paths, ``(path, description)`` pairs or dicts. Existing files show
         their size and the first 12 hex digits of their sha256."""
@@ -329,7 +339,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
 
     def error(self, code: str, message: str, recovery: "str | None" = None,
               details: "str | None" = None,
-              next: "list[str] | None" = None) -> "AcorTool":
+              next: "list[str] | None" = None) -> Self:
         """``## Error: {message}`` with the code, details, recovery and
         ``next`` (the exact argv to run next, e.g. ``tool.command("--help")``).
         Does not end the run; a context manager that exits normally after an
@@ -382,7 +392,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self._end(ToolState.INPUT_NEEDED)
         raise SystemExit(exitcodes.INPUT_NEEDED)
 
-    def ai_directive(self, message: str) -> "AcorTool":
+    def ai_directive(self, message: str) -> Self:
         """Add an instruction for the agent. All of them go out as one
         ``## AI Directive`` section when the tool stops."""
         message = checks.text(message, "directive")
@@ -392,7 +402,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         return self
 
     def suggestions(self, items: "list[str]", title: "str | None" = None
-                    ) -> "AcorTool":
+                    ) -> Self:
         """``## Suggestions[: title]``: optional next steps, as actions."""
         if isinstance(items, str):
             raise TypeError("suggestions() takes a list of strings, not one "
@@ -435,7 +445,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
                     f"(see acor.args), or parse_args(schema=...)")
         argv = sys.argv[1:] if argv is None else list(argv)
         description = self._manifest_data().get("description")
-        from . import argparsing, human
+        from . import argparsing, human  # with args, as above
         try:
             return argparsing.parse(schema, argv, " ".join(self.command()),
                                     description if isinstance(description,
@@ -445,7 +455,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self.start().output(asked.text.rstrip("\n")).stop()
             raise SystemExit(exitcodes.OK) from None
         except args.UsageError as wrong:
-            import shlex
+            import shlex  # re, 8 ms: only a refused command line pays
             help_argv = self.command("--help")
             if wrong.fixed is not None:  # the user's command, one word fixed
                 self.fail("E_USAGE", wrong.message, details=wrong.usage,
@@ -457,10 +467,10 @@ class AcorTool(ProgressMixin, ResumableMixin):
                       "arguments, then run the corrected command.",
                       next=help_argv)
 
-    def heartbeat(self) -> "AcorTool":
+    def heartbeat(self) -> Self:
         """A sign of life during long silent work, for the launcher's idle
         timeout (run directly: an HTML comment readers do not show)."""
-        from .grammar import HEARTBEAT_LINE
+        from .grammar import HEARTBEAT_LINE  # re: run directly only
         line = (framing.heartbeat_frame(self._token) if self._token
                 else HEARTBEAT_LINE + "\n")
         with self._lock:

@@ -21,13 +21,15 @@ _mappingproxy = type(type.__dict__)
 
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Mapping
 
 
 class _StateType(type):
     """The class side of ToolState: lookup by value or name, iteration."""
 
-    _members: tuple
-    _by_value: dict
+    _members: "tuple[ToolState, ...]"
+    _by_value: "dict[object, ToolState]"  # looked up by any value
 
     def __call__(cls, value: object) -> "ToolState":
         if isinstance(value, cls):
@@ -38,7 +40,7 @@ class _StateType(type):
             raise ValueError(f"{value!r} is not a valid {cls.__name__}") \
                 from None
 
-    def __getitem__(cls, name: str):
+    def __getitem__(cls, name: str) -> "ToolState":
         try:
             member = cls.__dict__[name]
         except KeyError:
@@ -47,28 +49,28 @@ class _StateType(type):
             raise KeyError(name)
         return member
 
-    def __iter__(cls):
+    def __iter__(cls) -> "Iterator[ToolState]":
         return iter(cls._members)
 
-    def __reversed__(cls):
+    def __reversed__(cls) -> "Iterator[ToolState]":
         return reversed(cls._members)
 
     def __len__(cls) -> int:
         return len(cls._members)
 
-    def __contains__(cls, member) -> bool:
+    def __contains__(cls, member: object) -> bool:
         return isinstance(member, cls)
 
     @property
-    def __members__(cls):
+    def __members__(cls) -> "Mapping[str, ToolState]":
         return _mappingproxy({m.name: m for m in cls._members})
 
-    def __setattr__(cls, name, value):
+    def __setattr__(cls, name: str, value: object) -> None:
         if isinstance(cls.__dict__.get(name), cls):
             raise AttributeError(f"cannot reassign member {name!r}")
         super().__setattr__(name, value)
 
-    def __delattr__(cls, name):
+    def __delattr__(cls, name: str) -> None:
         if isinstance(cls.__dict__.get(name), cls):
             raise AttributeError(f"cannot delete member {name!r}")
         super().__delattr__(name)
@@ -93,10 +95,10 @@ class ToolState(metaclass=_StateType):
     CANCELLED: "ToolState"
     INPUT_NEEDED: "ToolState"
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"{self!r} cannot be changed")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         raise AttributeError(f"{self!r} cannot be changed")
 
     def __repr__(self) -> str:
@@ -108,18 +110,18 @@ class ToolState(metaclass=_StateType):
     def __hash__(self) -> int:
         return hash(self.name)
 
-    def __reduce__(self):
+    def __reduce__(self) -> "tuple[type[ToolState], tuple[str]]":
         return ToolState, (self.value,)  # unpickles to the same member
 
-    def __copy__(self):
+    def __copy__(self) -> "ToolState":
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: object) -> "ToolState":
         return self
 
 
-def _define(cls, pairs):
-    members = []
+def _define(cls: "type[ToolState]", pairs: "list[tuple[str, str]]") -> None:
+    members: "list[ToolState]" = []
     for name, value in pairs:
         member = object.__new__(cls)
         object.__setattr__(member, "name", name)

@@ -6,9 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from conftest import REPO
+
 PACKAGES = {"acor": REPO / "acor", "acor.cli": REPO / "cli"}
 
 
@@ -21,15 +20,16 @@ def modules():
             yield ".".join((package, *parts)), path
 
 
-def imports_of(name, path, top_level=False):
-    """The acor modules ``name`` imports: at any depth of its code, or only
-    at module level (what runs on import, where a cycle would bite).
-    ``from package import module`` counts as importing the module, not the
-    package; ``importlib.import_module("acor...")`` counts too."""
+def imports_of(name, path, known=None):
+    """The acor modules ``name`` imports, at any depth of its code (module
+    level, a TYPE_CHECKING block, a function). ``from package import
+    module`` counts as importing the module; ``from package import name``
+    and ``import package`` as importing the package's __init__;
+    ``importlib.import_module("acor...")`` counts too."""
     package = name if path.stem == "__init__" else name.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level else list(ast.walk(tree))
-    known = dict(modules())
+    nodes = list(ast.walk(tree))
+    known = dict(modules()) if known is None else known
     found = set()
     for node in nodes:
         if isinstance(node, ast.Import):
@@ -83,20 +83,41 @@ def _cycles(graph):
     return found
 
 
-@pytest.mark.parametrize("top_level", [True, False],
-                         ids=["module level", "any level"])
-def test_no_import_cycle_of_any_kind(top_level):
-    # A package's __init__ is imported before any of its modules, which is
-    # not a cycle: edges to the packages themselves are left out.
-    packages = {name for name, path in modules() if path.stem == "__init__"}
-    graph = {name: imports_of(name, path, top_level) - packages
-             for name, path in modules()}
-    assert _cycles(graph) == []
+def test_no_import_cycle_of_any_kind_package_edges_included():
+    # Every import counts: at module level, in a TYPE_CHECKING block, in a
+    # function. A module that imports a package (``from . import
+    # __version__``, ``import acor``) depends on the package's __init__,
+    # which imports what its own imports name: a loop through an __init__
+    # is a cycle like any other (a type checker follows it, and a lazy
+    # import only moves where it bites).
+    graph = {name: imports_of(name, path) for name, path in modules()}
+    cycles = _cycles(graph)
+    assert cycles == [], "\n".join(" ".join(c) for c in cycles)
 
 
 def test_the_cycle_finder_finds_a_cycle_through_a_function_level_import():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == \
         [["a", "b", "c"]]
+
+
+def test_a_package_edge_and_a_type_checking_import_close_a_cycle(tmp_path):
+    # The shapes that once hid a loop: a package's __init__ importing a
+    # module for type checkers only, and that module importing the package
+    # inside a function.
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .a import A\n")
+    (package / "a.py").write_text("def version():\n"
+                                  "    from . import __version__\n"
+                                  "    return __version__\n")
+    (package / "b.py").write_text("import pkg\n")
+    found = {"pkg": package / "__init__.py", "pkg.a": package / "a.py",
+             "pkg.b": package / "b.py"}
+    graph = {name: imports_of(name, path, known=found)
+             for name, path in found.items()}
+    assert graph == {"pkg": {"pkg.a"}, "pkg.a": {"pkg"}, "pkg.b": {"pkg"}}
+    assert _cycles(graph) == [["pkg", "pkg.a"]]
 
 
 # The launcher's layers, from the bottom: a module imports only from its own
