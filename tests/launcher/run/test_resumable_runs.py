@@ -167,8 +167,14 @@ def killed_standalone(proj):
 
 
 def killed_by_timeout(proj):
-    """acor's own --timeout stops the tool: exit 124, E_TIMEOUT."""
-    result = proj.acor("--timeout", "0.5", "csvprofile", FILE, *SLOW,
+    """acor's own --timeout stops the tool: exit 124, E_TIMEOUT.
+
+    The timeout counts from the launch, start-up included, so the tool is
+    paced for a slow machine: its second checkpoint comes about 1 s after
+    it starts (a start-up of up to 5 s still leaves two before the
+    timeout), its end not before 9 s, long after it."""
+    paced = ("--session", "s1", "--chunk-rows", "20", "--slow", "1")
+    result = proj.acor("--timeout", "6", "csvprofile", FILE, *paced,
                       "--out", "out1")
     assert result.returncode == 124, result.stdout + result.stderr
     assert [e["code"] for e in of_type(result.stdout, "error")] == ["E_TIMEOUT"]
