@@ -153,11 +153,11 @@ FAULTS = {
         "        time.sleep(0.005)\n"
         "    tool.progress(10, 'working')",
         (), None, "Status: Complete", 0, None),
-    "hangs after its final status": (
+    "hangs after its final status": (  # a timeout long past any start-up
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
         "time.sleep(60)",
-        ("--timeout", "0.5"), None, "Status: Complete", 0, None),
+        ("--timeout", "5"), None, "Status: Complete", 0, None),
     "crash after its final status": (
         "with AcorTool() as tool:\n"
         "    tool.progress(10, 'working')\n"
