@@ -79,9 +79,9 @@ def describe_target(target: str, folder: str) -> dict[str, Any]:
     for part in attribute.split("."):
         value = getattr(value, part, None)
     if not isinstance(value, click.Command):
-        raise Refused("not_click", f"{target} is "
-                      f"{type(value).__name__ if value is not None else 'missing'}"
-                      ", not a click command or group")
+        what = "missing" if value is None else type(value).__name__
+        raise Refused("not_click", f"{target} is {what}, not a click "
+                      "command or group")
     files = _files(folder, origin)
     return {"command": _command(value, click.Context(value)),
             "files": files, "from_folder": bool(origin) and
@@ -152,7 +152,7 @@ def _param(param: click.Parameter, ctx: click.Context) -> dict[str, Any]:
     }
 
 
-def _type(kind: click.ParamType) -> dict[str, Any]:
+def _type(kind: click.ParamType[Any]) -> dict[str, Any]:
     if isinstance(kind, click.Choice):
         return {"kind": "choice", "choices": [
             c.name if isinstance(c, enum.Enum) else str(c)

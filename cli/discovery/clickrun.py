@@ -42,8 +42,8 @@ class _Echo(io.TextIOBase):
     """``sys.stdout`` while the command runs: what was written since the
     last flush is one Output section."""
 
-    encoding = "utf-8"  # type: ignore[assignment]
-    errors = "replace"  # type: ignore[assignment]
+    encoding = "utf-8"
+    errors = "replace"
 
     def __init__(self, tool: AcorTool) -> None:
         super().__init__()

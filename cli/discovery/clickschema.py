@@ -139,7 +139,8 @@ def _flag(name: str, param: dict[str, Any],
 
 def _typed(name: str, param: dict[str, Any]) -> dict[str, Any]:
     """The scalar property of one value of ``param``."""
-    kind = param.get("type") if isinstance(param.get("type"), dict) else {}
+    given = param.get("type")
+    kind: dict[str, Any] = given if isinstance(given, dict) else {}
     prop: dict[str, Any] = {"type": "string"}
     if kind.get("kind") == "choice":
         choices = [printable(str(c)) for c in kind.get("choices") or ()]
@@ -197,16 +198,19 @@ def _fits(prop: dict[str, Any], value: object) -> bool:
     kind = prop["type"]
     if value is None or isinstance(value, bool) != (kind == "boolean"):
         return False
-    ok = {"string": str, "integer": int, "number": (int, float),
-          "boolean": bool}[kind]
-    if not isinstance(value, ok) or (isinstance(value, float) and
-                                     not math.isfinite(value)):
+    ok: dict[str, type | tuple[type, ...]] = {
+        "string": str, "integer": int, "number": (int, float),
+        "boolean": bool}
+    if not isinstance(value, ok[kind]) or (isinstance(value, float) and
+                                           not math.isfinite(value)):
         return False
     if "enum" in prop and value not in prop["enum"]:
         return False
+    if not isinstance(value, (int, float)):
+        return True
     low, high = prop.get("minimum"), prop.get("maximum")
-    return not ((low is not None and value < low) or  # type: ignore
-                (high is not None and value > high))  # type: ignore
+    return not ((low is not None and value < low) or
+                (high is not None and value > high))
 
 
 def _name(value: object) -> str:

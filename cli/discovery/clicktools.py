@@ -31,10 +31,11 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from hashlib import sha256
 from typing import Any
 
-from acor._safefs import Folder, Unsafe
+from acor._safefs import Unsafe
 from acor.args import public_schema, schema_problems, usage
 from acor.cli.discovery import cache, trust
 from acor.cli.discovery.cache import Fingerprint, cache_dir
@@ -67,10 +68,14 @@ class ClickError(Exception):
         self.recovery = recovery
 
 
-def click_specs(manifest: str, data: dict[str, Any], folder_real: str,
-                fp: Fingerprint, origin: str) -> list[ToolSpec]:
-    """The tools of click manifest ``manifest`` (its checked ``data``),
-    its module looked up in ``folder_real`` first."""
+def click_specs(manifest: str, data: dict[str, Any], warnings: list[str],
+                folder_real: str, fp: Fingerprint, origin: str,
+                check: Callable[[str, dict[str, Any]], None]
+                ) -> list[ToolSpec]:
+    """The tools of click manifest ``manifest`` (its checked ``data`` and
+    their ``warnings``), its module looked up in ``folder_real`` first;
+    ``check(name, args schema)`` holds each command to the manifest's
+    rules."""
     target = data["click"]
     if not origin.startswith("package "):
         _owner_check(target, folder_real)
@@ -90,10 +95,11 @@ def click_specs(manifest: str, data: dict[str, Any], folder_real: str,
                              "is not a tool name (lowercase letters, digits,"
                              " '-' and '_', at most 64)",
                              'Name the tool(s) with "name" in the manifest.')
-        spec = _spec(name, path, command, data, manifest, folder_real,
-                     single=not path)
-        spec.origin = origin
-        specs.append(spec)
+        schema = _schema(name, command)
+        check(name, schema)
+        specs.append(_spec(name, path, command, schema, data, manifest,
+                           folder_real, single=not path, origin=origin,
+                           warnings=list(warnings)))
     if not specs:
         raise ClickError(f"the click group {target} has no command",
                          "Add a command to the group, or point \"click\" at "
@@ -101,9 +107,7 @@ def click_specs(manifest: str, data: dict[str, Any], folder_real: str,
     return specs
 
 
-def _spec(name: str, path: list[str], command: dict[str, Any],
-          data: dict[str, Any], manifest: str, folder_real: str,
-          single: bool) -> ToolSpec:
+def _schema(name: str, command: dict[str, Any]) -> dict[str, Any]:
     try:
         schema = args_schema(command)
     except Unsupported as exc:
@@ -117,6 +121,13 @@ def _spec(name: str, path: list[str], command: dict[str, Any],
                          f"schema: {'; '.join(problems)}",
                          "Change its parameters (docs/authoring.md, \"Click "
                          "programs\").")
+    return schema
+
+
+def _spec(name: str, path: list[str], command: dict[str, Any],
+          schema: dict[str, Any], data: dict[str, Any], manifest: str,
+          folder_real: str, single: bool, origin: str,
+          warnings: list[str]) -> ToolSpec:
     own = first_paragraph(command.get("short_help")) or \
         first_paragraph(command.get("help"))
     description = (data.get("description") if single else None) or own or \
@@ -130,10 +141,10 @@ def _spec(name: str, path: list[str], command: dict[str, Any],
         timeout=data.get("timeout"), idle_timeout=data.get("idle_timeout"),
         usage=usage(f"acor {name}", schema),
         max_output=data.get("max_output"), errors={},
-        cwd_mode=data.get("cwd", "invocation"), warnings=[],
+        cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
         args_schema=schema, args_public=public_schema(schema),
         stdin=data.get("stdin", False), examples=data.get("examples"),
-        annotations=data.get("annotations"), origin=None,
+        annotations=data.get("annotations"), origin=origin,
         warm=data.get("warm", True), sandbox=data.get("sandbox"))
 
 
@@ -285,7 +296,9 @@ def _keep(name: str, key: list[object], files: list[str],
         pass
 
 
-def _cache_folder(create: bool) -> Folder | None:
+def _cache_folder(create: bool) -> Any:
+    """acor's cache folder (an :class:`acor._safefs.Folder`, not
+    annotated), or None where it is not usable."""
     folder, _ = cache._open_dir(cache_dir(), create=create)
     return folder
 

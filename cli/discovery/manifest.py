@@ -156,16 +156,17 @@ def _click_specs(manifest: str, raw: dict[str, Any], folder_real: str,
     """The click program's commands, each checked as a manifest's tool
     is: its name not a built-in command's, its served strings printable."""
     data, warnings = checked(raw, CLICK_FIELDS, manifest)
+    shown = printable(manifest)
+
+    def check(name: str, schema: dict[str, Any]) -> None:
+        _check_name(name, shown)
+        _check_served({"args": schema}, shown)
     try:
-        specs = click_specs(manifest, data, folder_real, fp, origin)
+        return click_specs(manifest, data, warnings, folder_real, fp,
+                           origin, check)
     except ClickError as exc:
         raise ManifestError(exc.reason, exc.recovery,
                             data.get("name")) from None
-    for spec in specs:
-        spec.warnings = list(warnings)
-        _check_name(spec.name, printable(manifest))
-        _check_served({"args": spec.args_schema}, printable(manifest))
-    return specs
 
 
 def _usage(data: dict[str, Any]) -> str | None:
