@@ -46,14 +46,19 @@ is refused by ``fstat``, not read); temp files are created with ``O_EXCL``,
 so nothing already there is written through.
 """
 
+from __future__ import annotations
+
 import marshal
 import os
 import stat
 import sys
 import time
-from typing import Any
 
 from acor._safefs import Folder, Unsafe
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 8  # 4: package and user tools dirs; specs with origin, args, usage;
 # overrides of package tools. 5: marshal, tool folders not fingerprinted.
