@@ -322,6 +322,28 @@ def test_a_module_that_cannot_be_read_is_refused_with_the_reason_and_fix(
     assert "gone" not in listed.stdout and "plain" not in listed.stdout
 
 
+def test_a_module_whose_import_does_not_end_is_stopped_and_refused(
+        project):
+    add_click(project, "slow", "slow", '''
+        import subprocess, time
+        import click
+
+        subprocess.Popen(["sleep", "300"])
+        time.sleep(300)
+
+        @click.command()
+        def cli():
+            pass
+    ''')
+    env = dict(project.env, ACOR_CLICK_READ_TIMEOUT="1")
+    doctor = subprocess.run(project.argv("doctor"), cwd=project.root,
+                            env=env, capture_output=True, text=True,
+                            timeout=120)
+    assert "reading slow:cli failed: the reading took over 1 seconds" in \
+        doctor.stdout, doctor.stdout
+    assert "ACOR_CLICK_READ_TIMEOUT" in doctor.stdout
+
+
 def test_a_kernel_that_cannot_box_the_reading_refuses_the_manifest(
         project, isolated_discovery, monkeypatch):
     from acor.cli.discovery.registry import load_registry

@@ -43,6 +43,7 @@ from acor.cli.discovery.clickschema import (Unsupported, args_schema,
                                             first_paragraph)
 from acor.cli.discovery.fields import is_name
 from acor.cli.discovery.spec import ToolSpec
+from acor.cli.durations import check_seconds
 from acor.cli.sandbox import kernel
 from acor.cli.textsafe import printable, quote
 
@@ -51,7 +52,10 @@ FORMAT = 1
 # network, no UNIX socket; reads as the user.
 NO_WRITES: dict[str, Any] = {"write": ["/dev/null"], "read": None,
                              "network": False, "unix_sockets": False}
-READ_TIMEOUT = 30.0  # seconds for the child to import and describe
+# Seconds the child has to import the module and describe the command
+# (ACOR_CLICK_READ_TIMEOUT overrides it): then it and all it started are
+# killed, and the manifest refused.
+READ_TIMEOUT = 30.0
 MAX_REPLY = 4 << 20
 _PROBE = "from acor.cli.discovery.clickprobe import main; main()"
 RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -143,7 +147,8 @@ def _spec(name: str, path: list[str], command: dict[str, Any],
         max_output=data.get("max_output"), errors={},
         cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
         args_schema=schema, args_public=public_schema(schema),
-        stdin=data.get("stdin", False), examples=data.get("examples"),
+        stdin=data.get("stdin", False),
+        examples=data.get("examples") if single else None,
         annotations=data.get("annotations"), origin=origin,
         warm=data.get("warm", True), sandbox=data.get("sandbox"))
 
@@ -182,6 +187,12 @@ def _refusal(target: str, reply: dict[str, Any]) -> ClickError:
                           "group, e.g. \"package.module:cli\" where cli is "
                           "decorated with @click.command() or @click.group()"
                           ".")
+    if kind == "reply":
+        return ClickError(f"reading {target} failed: {message}",
+                          "Keep importing the module quick and free of "
+                          "side effects (the work belongs in the command); "
+                          "a slow import may be given longer with "
+                          "ACOR_CLICK_READ_TIMEOUT=SECONDS.")
     return ClickError(
         f"{target} cannot be imported: {message}",
         "Make the module importable from the manifest's folder or the "
@@ -324,7 +335,8 @@ def _run_probe(target: str, folder_real: str) -> dict[str, Any]:
             start_new_session=True)
     except OSError as exc:
         return {"error": "start", "message": exc.strerror or str(exc)}
-    timer = threading.Timer(READ_TIMEOUT, _kill, (child.pid,))
+    timeout = read_timeout()
+    timer = threading.Timer(timeout, _kill, (child.pid,))
     timer.start()
     try:
         assert child.stdout is not None
@@ -335,7 +347,17 @@ def _run_probe(target: str, folder_real: str) -> dict[str, Any]:
         child.wait()
         if child.stdout is not None:
             child.stdout.close()
-    return _reply(raw, child.returncode)
+    return _reply(raw, child.returncode, timeout)
+
+
+def read_timeout() -> float:
+    """:data:`READ_TIMEOUT`, or ``ACOR_CLICK_READ_TIMEOUT`` when it is a
+    valid number of seconds."""
+    try:
+        return check_seconds(os.environ.get("ACOR_CLICK_READ_TIMEOUT", ""),
+                             "ACOR_CLICK_READ_TIMEOUT")
+    except ValueError:
+        return READ_TIMEOUT
 
 
 def _kill(pid: int) -> None:
@@ -345,7 +367,8 @@ def _kill(pid: int) -> None:
         pass
 
 
-def _reply(raw: bytes, returncode: int | None) -> dict[str, Any]:
+def _reply(raw: bytes, returncode: int | None,
+           timeout: float) -> dict[str, Any]:
     if len(raw) > MAX_REPLY:
         return {"error": "reply", "message": "its description is over "
                 f"{MAX_REPLY >> 20} MiB"}
@@ -355,7 +378,7 @@ def _reply(raw: bytes, returncode: int | None) -> dict[str, Any]:
         why = f"the reading ended with {returncode} and no description" \
             if raw == b"" else "the reading gave no valid description"
         if returncode == -signal.SIGKILL:
-            why = f"the reading took over {READ_TIMEOUT:g} seconds"
+            why = f"the reading took over {timeout:g} seconds"
         return {"error": "reply", "message": why}
     if not isinstance(reply, dict) or not (
             isinstance(reply.get("command"), dict) or "error" in reply):
