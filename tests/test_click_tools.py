@@ -322,6 +322,15 @@ def test_a_module_that_cannot_be_read_is_refused_with_the_reason_and_fix(
     assert "gone" not in listed.stdout and "plain" not in listed.stdout
 
 
+def test_a_module_file_others_may_change_is_never_run(project):
+    folder = add_click(project, "greet", "greetings", GREET)
+    (folder / "greetings.py").chmod(0o646)
+    doctor = project.run("doctor")
+    assert "the module file" in doctor.stdout, doctor.stdout
+    assert "is not used: it is writable by others" in doctor.stdout
+    assert "greet-hello" not in project.run("list").stdout
+
+
 def test_a_module_whose_import_does_not_end_is_stopped_and_refused(
         project):
     add_click(project, "slow", "slow", '''
