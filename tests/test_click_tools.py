@@ -296,6 +296,36 @@ def test_the_reading_is_kept_until_the_modules_file_changes(
     assert changed != first and "write:no net:no" in changed
 
 
+WHO = '''
+import click
+
+
+@click.command()
+def cli():
+    """{where}"""
+    click.echo("ran from {where}")
+'''
+
+
+def test_the_module_is_found_in_the_manifests_folder_then_the_environment(
+        project, tmp_path):
+    site = tmp_path / "site"
+    site.mkdir()
+    for name in ("both", "envonly"):
+        (site / f"{name}.py").write_text(WHO.format(where="the environment"))
+        old(site / f"{name}.py")
+    project.env["PYTHONPATH"] = str(site)
+    add_click(project, "both", "both", WHO.format(where="the folder"))
+    where = project.root / "tools" / "envonly"
+    where.mkdir()
+    (where / "manifest.json").write_text('{"click": "envonly:cli"}')
+    listed = project.run("list").stdout
+    assert "both  " in listed and "the folder" in listed, listed
+    assert "envonly" in listed and "the environment" in listed
+    assert "ran from the folder" in project.run("both").stdout
+    assert "ran from the environment" in project.run("envonly").stdout
+
+
 def test_a_module_that_cannot_be_read_is_refused_with_the_reason_and_fix(
         project):
     add_click(project, "gone", "gone", "import click\n",
@@ -329,6 +359,21 @@ def test_a_module_file_others_may_change_is_never_run(project):
     assert "the module file" in doctor.stdout, doctor.stdout
     assert "is not used: it is writable by others" in doctor.stdout
     assert "greet-hello" not in project.run("list").stdout
+
+
+def test_a_parameter_acor_cannot_pass_refuses_the_command_saying_which(
+        project):
+    add_click(project, "plot", "plot", '''
+        import click
+
+        @click.command()
+        @click.option("--point", nargs=2, type=int)
+        def cli(point):
+            pass
+    ''')
+    doctor = project.run("doctor")
+    assert "the command 'plot' cannot be served: option --point takes 2 " \
+        "values at once" in doctor.stdout, doctor.stdout
 
 
 def test_a_module_whose_import_does_not_end_is_stopped_and_refused(
