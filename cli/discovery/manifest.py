@@ -46,7 +46,8 @@ Fields = dict[str, tuple[bool, Any, str]]
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096
 DEFAULT_VERSION = "1.0.0"
-# acor.cli.main dispatches these itself, so a tool with such a name is unreachable.
+# acor.cli.main dispatches these itself: a tool with such a name is
+# unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
                       "export"})
