@@ -30,6 +30,7 @@ from acor.cli.textsafe import printable
 
 _WHITESPACE = re.compile(r"\s+")
 MAX_HELP = 1000
+MAX_STRING = 4096  # as a manifest's strings (cli.discovery.manifest)
 
 
 class Unsupported(ValueError):
@@ -146,6 +147,9 @@ def _typed(name: str, param: dict[str, Any]) -> dict[str, Any]:
         choices = [printable(str(c)) for c in kind.get("choices") or ()]
         if not choices:
             raise Unsupported(f"parameter {name!r} offers no choice")
+        if any(len(c) > MAX_STRING for c in choices):
+            raise Unsupported(f"a choice of parameter {name!r} is over "
+                              f"{MAX_STRING} characters")
         prop["enum"] = choices
     elif kind.get("kind") in ("int", "float"):
         prop = {"type": "integer" if kind["kind"] == "int" else "number"}
@@ -204,6 +208,9 @@ def _fits(prop: dict[str, Any], value: object) -> bool:
     if not isinstance(value, ok[kind]) or (isinstance(value, float) and
                                            not math.isfinite(value)):
         return False
+    if isinstance(value, str) and (len(value) > MAX_STRING or
+                                   not value.isprintable()):
+        return False  # a default served as it is: short, one line
     if "enum" in prop and value not in prop["enum"]:
         return False
     if not isinstance(value, (int, float)):

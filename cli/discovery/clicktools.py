@@ -85,7 +85,10 @@ def click_specs(manifest: str, data: dict[str, Any], warnings: list[str],
         _owner_check(target, folder_real)
     reply = read_command(target, folder_real)
     for path in reply.get("files") or ():
-        fp.add(path, _stat(path))
+        st = _stat(path)
+        fp.add(path, st)
+        if not origin.startswith("package "):
+            _owner_check_file(path, st, folder_real)
     if "error" in reply:
         _watch_candidates(target, folder_real, fp)
         raise _refusal(target, reply)
@@ -225,6 +228,18 @@ def _owner_check(target: str, folder_real: str) -> None:
             if why is not None:
                 raise ClickError(f"the module file {printable(each)} is not "
                                  f"used: {why}", trust.how_to_trust(each))
+
+
+def _owner_check_file(path: str, st: os.stat_result | None,
+                      folder_real: str) -> None:
+    """A file the module imported from ``folder_real`` passes the
+    ownership rule too: the tool's run imports it unboxed."""
+    if st is None or os.path.commonpath([folder_real, path]) != folder_real:
+        return
+    why = trust.problem(path, st)
+    if why is not None:
+        raise ClickError(f"the module file {printable(path)} is not used: "
+                         f"{why}", trust.how_to_trust(path))
 
 
 def _watch_candidates(target: str, folder_real: str,
