@@ -57,7 +57,9 @@ def main() -> None:
     except Refused as exc:
         reply = {"error": exc.kind, "message": exc.message}
     with open(out, "w", encoding="utf-8") as f:
-        f.write(json.dumps(reply))
+        # One line: the launcher reads up to its end, not to the end of
+        # the pipe, which a process the module started may hold open.
+        f.write(json.dumps(reply) + "\n")
     os._exit(0)
 
 

@@ -355,7 +355,7 @@ def _run_probe(target: str, folder_real: str) -> dict[str, Any]:
     timer.start()
     try:
         assert child.stdout is not None
-        raw = child.stdout.read(MAX_REPLY + 1)
+        raw = child.stdout.readline(MAX_REPLY + 1)
     finally:
         timer.cancel()
         _kill(child.pid)  # anything it left behind in its group
