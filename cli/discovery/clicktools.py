@@ -263,7 +263,9 @@ def read_command(target: str, folder_real: str) -> dict[str, Any]:
     """The described command at ``target`` (see :mod:`.clickprobe`), from
     the cache while none of its files changed, else read by the boxed
     child (and kept, when it was read)."""
-    key = [FORMAT, target, folder_real, sys.executable]
+    # Where the module is looked up after the folder: the environment's.
+    key = [FORMAT, target, folder_real, sys.executable,
+           os.environ.get("PYTHONPATH", "")]
     name = "click-" + sha256("\0".join(map(str, key)).encode(
         "utf-8", "surrogateescape")).hexdigest()[:16] + \
         ".marshal"
