@@ -46,6 +46,8 @@ is refused by ``fstat``, not read); temp files are created with ``O_EXCL``,
 so nothing already there is written through.
 """
 
+from __future__ import annotations
+
 import marshal
 import os
 import stat
@@ -53,6 +55,10 @@ import sys
 import time
 
 from acor._safefs import Folder, Unsafe
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
 
 FORMAT = 8  # 4: package and user tools dirs; specs with origin, args, usage;
 # overrides of package tools. 5: marshal, tool folders not fingerprinted.
@@ -98,7 +104,7 @@ class Record:
         super().__init_subclass__(**kwargs)
         cls._FIELD_SET = frozenset(cls.FIELDS)
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: Any) -> None:
         values = self.__dict__
         for name in self.FIELDS:
             values[name] = fields.pop(name, None)
@@ -130,7 +136,7 @@ class Record:
         return f"{type(self).__name__}({fields})"
 
 
-def cache_dir():
+def cache_dir() -> str:
     """The directory holding cache files (not created here)."""
     explicit = os.environ.get("ACOR_CACHE_DIR")
     if explicit:
@@ -187,7 +193,8 @@ def _dir_problem(st):
     return None
 
 
-def _open_dir(directory, create=False):
+def _open_dir(directory: str, create: bool = False
+              ) -> tuple[Folder | None, str | None]:
     """``(Folder, None)`` for a cache dir only this user can write, else
     ``(None, reason)``; ``(None, None)`` if it does not exist and
     ``create`` is false (created, mode 0700, if true)."""
@@ -229,7 +236,7 @@ def cache_dir_problem(directory=None):
             "directory only you can write.")
 
 
-def signature(path, light=False):
+def signature(path: str, light: bool = False) -> list[int] | None:
     """What a fingerprint remembers about ``path``; None if it is missing."""
     try:
         st = os.stat(path)
@@ -238,7 +245,7 @@ def signature(path, light=False):
     return _sig(st, light)
 
 
-def _sig(st, light):
+def _sig(st: os.stat_result, light: bool) -> list[int]:
     # The owner too: `chown` moves neither mtime nor mode, and decides
     # whether acor takes tools from the file (cli.discovery.trust).
     if light:
@@ -260,7 +267,7 @@ class Fingerprint:
         self.started_ns = time.time_ns()
         self.racy = False
 
-    def stat(self, path, light=False):
+    def stat(self, path: str, light: bool = False) -> os.stat_result | None:
         """``os.stat(path)`` (None if missing), recorded."""
         try:
             st = os.stat(path)
@@ -269,7 +276,8 @@ class Fingerprint:
         self.add(path, st, light)
         return st
 
-    def add(self, path, st, light=False):
+    def add(self, path: str, st: os.stat_result | None,
+            light: bool = False) -> None:
         """Record a stat result the caller already has (None: missing)."""
         if st is not None and not light and \
                 abs(st.st_mtime_ns - self.started_ns) < RACY_NS:

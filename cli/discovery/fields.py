@@ -90,3 +90,23 @@ WRAPPED_FIELDS = {
 }
 
 
+
+
+def _click_target(v) -> bool:
+    """``package.module:attribute``: dotted Python names either side."""
+    if not isinstance(v, str) or v.count(":") != 1:
+        return False
+    return all(part.isidentifier() for side in v.split(":")
+               for part in side.split("."))
+
+
+# A click program (cli.discovery.clicktools): its commands give the names,
+# descriptions and arguments, so "name" (a group's prefix) and
+# "description" are optional and "args" and "usage" are not taken.
+CLICK_FIELDS = {
+    **{k: v for k, v in _COMMON.items() if k not in ("args", "usage")},
+    "name": (False, is_name, _NAME),
+    "description": (False, _text, "a non-empty string"),
+    "click": (True, _click_target, 'the command as "package.module:cli"'),
+    "warm": (False, lambda v: isinstance(v, bool), "true or false"),
+}

@@ -1,5 +1,5 @@
 """Manifests: what each field must be, and a checked
-:class:`cli.spec.ToolSpec`.
+:class:`acor.cli.discovery.spec.ToolSpec`.
 
 Two kinds of manifest live in a tools dir:
 
@@ -7,6 +7,9 @@ Two kinds of manifest live in a tools dir:
   speaks ACOR (``name``, ``description``, ``entry``);
 * ``<name>.json``: a wrapped plain program (``name``, ``description``,
   ``command``), which the launcher speaks ACOR for.
+
+Either may instead name a click program (``"click": "package.module:cli"``,
+:mod:`acor.cli.discovery.clicktools`): one tool per command.
 
 Manifests are data from the project, so they are checked, never trusted: a
 bad one raises :class:`ManifestError` (why, and the fix) and nothing is
@@ -20,20 +23,31 @@ discovery is on every run's path.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
 import stat
 import sys
+from collections.abc import Iterator
+from typing import Any
 
-from acor.cli.discovery.fields import ACOR_FIELDS, WRAPPED_FIELDS, is_name
+from acor.args import public_schema, schema_problems, usage
+from acor.cli.discovery import trust
+from acor.cli.discovery.cache import Fingerprint
+from acor.cli.discovery.clicktools import ClickError, click_specs
+from acor.cli.discovery.fields import (ACOR_FIELDS, CLICK_FIELDS,
+                                       WRAPPED_FIELDS, is_name)
 from acor.cli.discovery.spec import ToolSpec
 from acor.cli.textsafe import printable, quote
+
+Fields = dict[str, tuple[bool, Any, str]]
 
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096
 DEFAULT_VERSION = "1.0.0"
-# cli.main dispatches these itself, so a tool with such a name is unreachable.
+# acor.cli.main dispatches these itself: a tool with such a name is
+# unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
                       "export"})
@@ -44,17 +58,42 @@ class ManifestError(Exception):
     """This manifest is skipped: ``reason`` and ``recovery``; ``name`` is
     the name it claims, when that much could be read."""
 
-    def __init__(self, reason: str, recovery: str, name=None) -> None:
+    def __init__(self, reason: str, recovery: str,
+                 name: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.recovery = recovery
         self.name = name
 
 
-def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
-              origin: str) -> ToolSpec:
+def tool_specs(manifest: str, st: os.stat_result, folder: str | None,
+               folder_real: str, fp: Fingerprint,
+               origin: str) -> list[ToolSpec]:
+    """The tools of ``manifest`` (stat ``st``): a tool folder's
+    manifest.json (``folder``, resolved ``folder_real``), or with
+    ``folder`` None a wrapper manifest in the tools dir ``folder_real``.
+    A click manifest gives one per command; the others one."""
+    raw = load(manifest, st)
+    if "click" in raw:
+        return _click_specs(manifest, raw, folder_real, fp, origin)
+    if folder is None:
+        data, warnings = checked(raw, WRAPPED_FIELDS, manifest)
+        return [_wrapped(manifest, data, warnings, folder_real, fp, origin)]
+    data, warnings = checked(raw, ACOR_FIELDS, manifest)
+    return [_acor(folder, manifest, data, warnings, folder_real, fp,
+                  origin)]
+
+
+def acor_spec(folder: str, manifest: str, mst: os.stat_result,
+              folder_real: str, fp: Fingerprint, origin: str) -> ToolSpec:
     """The ToolSpec of tool folder ``folder`` (its manifest stat ``mst``)."""
     data, warnings = read(manifest, mst, ACOR_FIELDS)
+    return _acor(folder, manifest, data, warnings, folder_real, fp, origin)
+
+
+def _acor(folder: str, manifest: str, data: dict[str, Any],
+          warnings: list[str], folder_real: str, fp: Fingerprint,
+          origin: str) -> ToolSpec:
     entry = program(folder_real, data["entry"], "entry", fp, python_ok=True,
                     owner_check=not origin.startswith("package "))
     argv = [sys.executable, "-u", entry] if data["entry"].endswith(".py") \
@@ -73,22 +112,21 @@ def acor_spec(folder: str, manifest: str, mst, folder_real: str, fp,
         sandbox=data.get("sandbox"))
 
 
-def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
+def wrapped_spec(path: str, st: os.stat_result, dir_real: str,
+                 fp: Fingerprint, origin: str) -> ToolSpec:
     data, warnings = read(path, st, WRAPPED_FIELDS)
+    return _wrapped(path, data, warnings, dir_real, fp, origin)
+
+
+def _wrapped(path: str, data: dict[str, Any], warnings: list[str],
+             dir_real: str, fp: Fingerprint, origin: str) -> ToolSpec:
     command = list(data["command"])
     if "/" in command[0] and not os.path.isabs(command[0]):
         command[0] = program(dir_real, command[0], "command[0]", fp,
                              owner_check=not origin.startswith("package "))
     pattern = data.get("progress_pattern")
     if pattern is not None:
-        try:
-            groups = re.compile(pattern).groupindex
-        except (re.error, RecursionError, OverflowError) as exc:
-            raise ManifestError(f"'progress_pattern' is not a valid regular "
-                                f"expression: {exc}", _PATTERN_FIX) from None
-        if "percent" not in groups:
-            raise ManifestError("'progress_pattern' has no named group "
-                                "'percent' for the number", _PATTERN_FIX)
+        _check_pattern(pattern)
     return ToolSpec(
         name=data["name"], version=data.get("version", DEFAULT_VERSION),
         description=data["description"], kind="wrapped", path=path,
@@ -103,20 +141,48 @@ def wrapped_spec(path: str, st, dir_real: str, fp, origin: str) -> ToolSpec:
         origin=origin, warm=False, sandbox=data.get("sandbox"))
 
 
-def _usage(data: dict):
+def _check_pattern(pattern: str) -> None:
+    try:
+        groups = re.compile(pattern).groupindex
+    except (re.error, RecursionError, OverflowError) as exc:
+        raise ManifestError(f"'progress_pattern' is not a valid regular "
+                            f"expression: {exc}", _PATTERN_FIX) from None
+    if "percent" not in groups:
+        raise ManifestError("'progress_pattern' has no named group "
+                            "'percent' for the number", _PATTERN_FIX)
+
+
+def _click_specs(manifest: str, raw: dict[str, Any], folder_real: str,
+                 fp: Fingerprint, origin: str) -> list[ToolSpec]:
+    """The click program's commands, each checked as a manifest's tool
+    is: its name not a built-in command's, its served strings printable."""
+    data, warnings = checked(raw, CLICK_FIELDS, manifest)
+    shown = printable(manifest)
+
+    def check(name: str, schema: dict[str, Any]) -> None:
+        _check_name(name, shown)
+        _check_served({"args": schema}, shown)
+    try:
+        return click_specs(manifest, data, warnings, folder_real, fp,
+                           origin, check)
+    except ClickError as exc:
+        raise ManifestError(exc.reason, exc.recovery,
+                            data.get("name")) from None
+
+
+def _usage(data: dict[str, Any]) -> str | None:
     """The usage line: the manifest's, else derived from its argument
     schema here, at discovery, so that a warm `acor list` reads it."""
     if data.get("usage") is not None or not data.get("args"):
-        return data.get("usage")
-    from acor.args import usage
+        given: str | None = data.get("usage")
+        return given
     return usage(f"acor {data['name']}", data["args"])
 
 
-def _public(data: dict):
+def _public(data: dict[str, Any]) -> dict[str, Any] | None:
     """The args schema as agents see it, derived once, here."""
     if not data.get("args"):
         return None
-    from acor.args import public_schema
     return public_schema(data["args"])
 
 
@@ -140,12 +206,12 @@ def _inside(parent_real: str, real: str) -> bool:
     return os.path.commonpath([parent_real, real]) == parent_real
 
 
-def program(folder_real: str, rel: str, field: str, fp,
+def program(folder_real: str, rel: str, field: str, fp: Fingerprint,
             python_ok: bool = False, owner_check: bool = True) -> str:
     """The real path of program ``rel``, which must be a file inside
     ``folder_real`` and executable (or, if ``python_ok``, named *.py: this
     interpreter runs it), and, with ``owner_check``, pass the ownership
-    rule of :mod:`cli.discovery.trust`."""
+    rule of :mod:`acor.cli.discovery.trust`."""
     if os.path.isabs(rel):
         raise ManifestError(f"'{field}' must be a path relative to its "
                             f"folder, not the absolute path {rel!r}",
@@ -165,7 +231,6 @@ def program(folder_real: str, rel: str, field: str, fp,
                             f"({printable(real)})",
                             f"Create it, or fix '{field}' in the manifest.")
     if owner_check:
-        from acor.cli.discovery import trust
         why = trust.problem(real, st)
         if why is not None:
             raise ManifestError(f"'{field}' {rel!r} is not used: {why}",
@@ -180,8 +245,15 @@ def program(folder_real: str, rel: str, field: str, fp,
     return real
 
 
-def read(path: str, st, fields: dict) -> tuple[dict, list[str]]:
+def read(path: str, st: os.stat_result,
+         fields: Fields) -> tuple[dict[str, Any], list[str]]:
     """The checked manifest at ``path``: (values, warnings)."""
+    return checked(load(path, st), fields, path)
+
+
+def load(path: str, st: os.stat_result) -> dict[str, Any]:
+    """The JSON object at ``path`` (stat ``st``), not yet checked against
+    any kind's fields; raises :class:`ManifestError`."""
     too_big = ManifestError(f"the manifest is over the "
                             f"{MAX_MANIFEST_BYTES // 1024} KiB limit",
                             "Keep only the tool's description in it.")
@@ -214,16 +286,25 @@ def read(path: str, st, fields: dict) -> tuple[dict, list[str]]:
         raise ManifestError(f"the manifest must be a JSON object, not "
                             f"{json_type(data)}", 'Write {"name": ..., '
                             '"description": ..., ...}.')
-    claimed = data.get("name") if is_name(data.get("name")) else None
+    return data
+
+
+def checked(data: dict[str, Any], fields: Fields,
+            path: str) -> tuple[dict[str, Any], list[str]]:
+    """``data`` (a manifest's JSON object) checked against ``fields``:
+    (values, warnings); a :class:`ManifestError` names the tool it
+    claims."""
+    name = data.get("name")
+    claimed = name if is_name(name) else None
     try:
         _check_strings(data)
-        return _check_fields(data, fields, shown)
+        return _check_fields(data, fields, printable(path))
     except ManifestError as exc:
         exc.name = claimed
         raise
 
 
-def _unique_keys(pairs):
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result = dict(pairs)
     if len(result) < len(pairs):
         seen = set()
@@ -236,11 +317,11 @@ def _unique_keys(pairs):
     return result
 
 
-def _no_constant(name):
+def _no_constant(name: str) -> Any:
     raise ManifestError(f"{name} is not valid JSON", "Use a finite number.")
 
 
-def _check_strings(data) -> None:
+def _check_strings(data: object) -> None:
     """Refuse any string over MAX_STRING characters, or holding a NUL
     (no path or argv can contain one), keys included."""
     stack = [data]
@@ -263,15 +344,44 @@ def _check_strings(data) -> None:
                                 "path or argument can hold one.")
 
 
-def _check_fields(data: dict, fields: dict, path: str):
+def _check_fields(data: dict[str, Any], fields: Fields,
+                  path: str) -> tuple[dict[str, Any], list[str]]:
+    warnings = _unknown_fields(data, fields, path)
+    values = _known_values(data, fields, path)
+    _check_text_fields(values, path)
+    _check_served(values, path)
+    if "name" in values:
+        _check_name(values["name"], path)
+    if "errors" in values:
+        values["errors"] = _errors(values["errors"], warnings)
+    if "args" in values:
+        # The library's rules, the ones the tool's parse_args applies.
+        problems = schema_problems(values["args"])
+        if problems:
+            raise ManifestError(f"field 'args' is not a valid argument "
+                                f"schema: {'; '.join(problems)}",
+                                "Fix it in " + path + "; `acor schema "
+                                "manifest` prints the rules.")
+    return values, warnings
+
+
+def _unknown_fields(data: dict[str, Any], fields: Fields,
+                    path: str) -> list[str]:
+    """A warning for each field ``fields`` does not know."""
     warnings = []
     for key in data:
         if key not in fields:
-            import difflib  # cold path only
             near = difflib.get_close_matches(key, list(fields), n=1)
             hint = f" (did you mean {near[0]!r}?)" if near else ""
             warnings.append(f"unknown field {quote(key)} in {path} is "
                             f"ignored{hint}")
+    return warnings
+
+
+def _known_values(data: dict[str, Any], fields: Fields,
+                  path: str) -> dict[str, Any]:
+    """The fields ``fields`` knows, each as it must be; the required ones
+    present."""
     missing = [key for key, (required, _, _) in fields.items()
                if required and key not in data]
     if missing:
@@ -287,6 +397,10 @@ def _check_fields(data: dict, fields: dict, path: str):
                                 f"{json_type(data[key])}",
                                 f"Fix {key!r} in {path}.")
         values[key] = data[key]
+    return values
+
+
+def _check_text_fields(values: dict[str, Any], path: str) -> None:
     for key, allowed in (("version", "\t"), ("description", "\t"),
                          ("usage", "\t\n")):
         bad = unprintable(values.get(key, ""), allowed)
@@ -298,6 +412,9 @@ def _check_fields(data: dict, fields: dict, path: str):
                 f"field {key!r} contains {bad!r}, a control character" +
                 ("" if key == "usage" else " or line break"),
                 f"Remove it from {key!r} in {path}.")
+
+
+def _check_served(values: dict[str, Any], path: str) -> None:
     for where, text in _served_strings(values):
         bad = unprintable(text, "\t")
         if bad is not None:
@@ -305,28 +422,18 @@ def _check_fields(data: dict, fields: dict, path: str):
             # and `acor show`: the same rule as the description.
             raise ManifestError(
                 f"{where} contains {bad!r}, a control character or line "
-                "break", f"Remove it from {where} in {path}: acor serves it "
+                f"break", f"Remove it from {where} in {path}: acor serves it "
                 "to MCP clients and prints it in help.")
-    if values["name"] in RESERVED:
-        name = values["name"]
+
+
+def _check_name(name: str, path: str) -> None:
+    if name in RESERVED:
         raise ManifestError(f"the name {name!r} is an acor built-in command,"
                             f" so `acor {name}` could never run this tool",
                             f"Rename the tool in {path}.")
-    if "errors" in values:
-        values["errors"] = _errors(values["errors"], warnings)
-    if "args" in values:
-        # The library's rules, the ones the tool's parse_args applies.
-        from acor.args import schema_problems
-        problems = schema_problems(values["args"])
-        if problems:
-            raise ManifestError(f"field 'args' is not a valid argument "
-                                f"schema: {'; '.join(problems)}",
-                                "Fix it in " + path + "; `acor schema "
-                                "manifest` prints the rules.")
-    return values, warnings
 
 
-def _served_strings(values: dict):
+def _served_strings(values: dict[str, Any]) -> Iterator[tuple[str, str]]:
     """``(where, text)`` for every string of the manifest that reaches
     clients and help as it is: the schema ``$schema``, the annotations'
     title, and every string (keys included) of the args schema: titles,
@@ -337,7 +444,7 @@ def _served_strings(values: dict):
     title = (values.get("annotations") or {}).get("title")
     if isinstance(title, str):
         yield "annotations.title", title
-    stack = [("args", values.get("args"))]
+    stack: list[tuple[str, object]] = [("args", values.get("args"))]
     while stack:
         where, value = stack.pop()
         if isinstance(value, str):
@@ -351,7 +458,10 @@ def _served_strings(values: dict):
                          for i, item in enumerate(value))
 
 
-def _errors(value: dict, warnings: list) -> dict:
+_ERROR_FIELDS = ("message", "recovery", "code", "next")
+
+
+def _errors(value: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     """{"<exit code>": {"message", "recovery"[, "code", "next"]}}, keys
     normalised ("01" -> "1") to match ``str(returncode)`` at run time."""
     result = {}
@@ -362,42 +472,46 @@ def _errors(value: dict, warnings: list) -> dict:
                                 "exit code", 'Key each entry by the exit '
                                 'code as a string, e.g. "1" (or "-9" for a '
                                 'signal).')
-        if not isinstance(entry, dict):
-            entry = {}
-        bad = [k for k in ("message", "recovery")
-               if not isinstance(entry.get(k), str)]
-        bad += [k for k in ("code", "next")
-                if not isinstance(entry.get(k, ""), str)]
-        if bad:
-            raise ManifestError(f"errors[{key!r}] needs string field(s) "
-                                f"{', '.join(bad)}", 'Write e.g. "1": '
-                                '{"message": "Tests failed", "recovery": '
-                                '"Fix them, rerun."}.')
-        code = entry.get("code")
-        if code is not None and not _ERROR_CODE.match(code):
-            raise ManifestError(f"errors[{key!r}].code {quote(code)} is "
-                                "not an error code", "Use capital letters, "
-                                "digits and '_', starting with a letter, "
-                                'e.g. "E_TESTS_FAILED".')
-        for field in ("message", "recovery", "next"):
-            bad_char = unprintable(entry.get(field, ""), "\t")
-            if bad_char is not None:
-                raise ManifestError(f"errors[{key!r}].{field} contains "
-                                    f"{bad_char!r}, a control character or "
-                                    "line break", f"Remove it from "
-                                    f"errors[{key!r}].{field}.")
-        extra = sorted(set(entry) - {"message", "recovery", "code", "next"})
+        entry = entry if isinstance(entry, dict) else {}
+        _check_error_entry(key, entry)
+        extra = sorted(set(entry) - set(_ERROR_FIELDS))
         if extra:
             warnings.append(f"errors[{key!r}]: unknown field(s) "
                             f"{', '.join(printable(k) for k in extra)} "
                             "ignored")
-        result[str(int(key))] = {k: entry[k] for k in
-                                 ("message", "recovery", "code", "next")
+        result[str(int(key))] = {k: entry[k] for k in _ERROR_FIELDS
                                  if k in entry}
     return result
 
 
-def unprintable(text: str, allowed: str = ""):
+def _check_error_entry(key: str, entry: dict[str, Any]) -> None:
+    """One entry of ``errors``: its fields strings, its code a code, its
+    texts printable on one line."""
+    bad = [k for k in ("message", "recovery")
+           if not isinstance(entry.get(k), str)]
+    bad += [k for k in ("code", "next")
+            if not isinstance(entry.get(k, ""), str)]
+    if bad:
+        raise ManifestError(f"errors[{key!r}] needs string field(s) "
+                            f"{', '.join(bad)}", 'Write e.g. "1": '
+                            '{"message": "Tests failed", "recovery": '
+                            '"Fix them, rerun."}.')
+    code = entry.get("code")
+    if code is not None and not _ERROR_CODE.match(code):
+        raise ManifestError(f"errors[{key!r}].code {quote(code)} is "
+                            "not an error code", "Use capital letters, "
+                            "digits and '_', starting with a letter, "
+                            'e.g. "E_TESTS_FAILED".')
+    for field in ("message", "recovery", "next"):
+        bad_char = unprintable(entry.get(field, ""), "\t")
+        if bad_char is not None:
+            raise ManifestError(f"errors[{key!r}].{field} contains "
+                                f"{bad_char!r}, a control character or "
+                                "line break", f"Remove it from "
+                                f"errors[{key!r}].{field}.")
+
+
+def unprintable(text: str, allowed: str = "") -> str | None:
     """The first character of ``text`` that is not printable text (a
     control character, a line or paragraph separator, a bidi override...)
     and not in ``allowed``; None if there is none."""
@@ -407,7 +521,7 @@ def unprintable(text: str, allowed: str = ""):
                  c not in allowed), None)
 
 
-def json_type(value) -> str:
+def json_type(value: object) -> str:
     """How a JSON value reads in a message."""
     if isinstance(value, bool):
         return str(value).lower()

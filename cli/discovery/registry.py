@@ -159,25 +159,29 @@ def scan(config, fingerprint=None):
                 continue
             path = os.path.join(tools_dir, name)
             try:
-                spec = _load(path, name, dir_real, fp, origin)
+                specs = _load(path, name, dir_real, fp, origin)
             except ManifestError as exc:
                 registry.skipped.append(Skipped(
                     path=printable(path), reason=exc.reason,
                     recovery=exc.recovery,
                     name=exc.name or os.path.splitext(name)[0]))
                 continue
-            if spec is None:
-                continue
-            winner = registry.tools.get(spec.name)
-            if winner is None:
-                registry.tools[spec.name] = spec
-            else:
-                registry.shadowed.append(Shadowed(
-                    name=spec.name, winner_path=winner.path,
-                    loser_path=spec.path,
-                    override=origin.startswith("package ") and
-                    not (winner.origin or "").startswith("package ")))
+            for spec in specs:
+                _add(registry, spec, origin)
     return registry
+
+
+def _add(registry, spec, origin):
+    """``spec`` in ``registry``, unless an earlier tool has its name."""
+    winner = registry.tools.get(spec.name)
+    if winner is None:
+        registry.tools[spec.name] = spec
+    else:
+        registry.shadowed.append(Shadowed(
+            name=spec.name, winner_path=winner.path,
+            loser_path=spec.path,
+            override=origin.startswith("package ") and
+            not (winner.origin or "").startswith("package ")))
 
 
 def sources(config, registry, fp):
@@ -228,10 +232,11 @@ def _project_origin(tools_dir, root):
 
 
 def _load(path, name, dir_real, fp, origin):
-    """The ToolSpec at ``path`` (an entry of a tools dir), None if it is
-    not a manifest at all; raises ManifestError for a bad one."""
+    """The ToolSpecs at ``path`` (an entry of a tools dir: one, or one per
+    command of a click program), none if it is not a manifest at all;
+    raises ManifestError for a bad one."""
     from acor.cli.discovery.manifest import (
-        ManifestError, acor_spec, check_inside, unprintable, wrapped_spec)
+        ManifestError, check_inside, tool_specs, unprintable)
     json_file = name.endswith(".json")
     try:
         st = os.stat(path)
@@ -255,17 +260,17 @@ def _load(path, name, dir_real, fp, origin):
     checked = not _packaged(origin)
     if json_file and not is_dir:
         if st is None or not stat.S_ISREG(st.st_mode):
-            return None
+            return []
         check_inside(dir_real, path, "the manifest")
         if checked:
             _owner_check(path, st, "the manifest")
-        return wrapped_spec(path, st, dir_real, fp, origin)
+        return tool_specs(path, st, None, dir_real, fp, origin)
     if not is_dir:
-        return None  # a README, a script: a tools dir may hold anything
+        return []  # a README, a script: a tools dir may hold anything
     manifest = os.path.join(path, "manifest.json")
     mst = fp.stat(manifest)  # recorded even if missing: adding one counts
     if mst is None:
-        return None
+        return []
     folder_real = check_inside(dir_real, path, "the tool folder")
     if not stat.S_ISREG(mst.st_mode):
         raise ManifestError("manifest.json is not a regular file",
@@ -273,4 +278,4 @@ def _load(path, name, dir_real, fp, origin):
     if checked:
         _owner_check(path, st, "the tool folder")
         _owner_check(manifest, mst, "the manifest")
-    return acor_spec(path, manifest, mst, folder_real, fp, origin)
+    return tool_specs(manifest, mst, path, folder_real, fp, origin)
