@@ -303,8 +303,8 @@ def test_close_matches(project):
 def refuse_cold_path(monkeypatch):
     def cold(*args, **kwargs):
         raise AssertionError("the cold path ran")
-    monkeypatch.setattr(discover, "scan", cold)
-    monkeypatch.setattr(discover, "read_config", cold)
+    monkeypatch.setattr(registry, "scan", cold)
+    monkeypatch.setattr(registry, "read_config", cold)
 
 
 def test_second_load_is_served_from_the_cache(project, monkeypatch):
