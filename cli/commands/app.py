@@ -26,6 +26,7 @@ from acor.cli.commands.check import check_command
 from acor.cli.commands.mcp import mcp_command
 from acor.cli.commands.export import export_group
 from acor.cli.commands.lock import lock_command
+from acor.cli.commands.plugin import export_plugin
 from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 
@@ -193,6 +194,7 @@ def help_command(ctx, topic):
     click.echo(command.get_help(parent))
 
 
+export_group.add_command(export_plugin)
 cli.add_command(sessions)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
                  call_command, check_command, new_command, mcp_command,

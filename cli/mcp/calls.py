@@ -368,14 +368,10 @@ def _budget(sink, spec, registry):
     """``sink`` within the tool's output budget (its manifest's
     max_output, else the config's, else the default; 0: none), its whole
     output spilled under the config's state dir."""
-    from acor.cli.output.budget import (DEFAULT_MAX_OUTPUT, Budget,
-                                        mcp_cost, output_dir)
+    from acor.cli.output.budget import Budget, mcp_cost, output_dir
+    from acor.cli.mcp.tools import output_budget
     config = getattr(registry, "config", None)
-    limit = spec.max_output
-    if limit is None:
-        limit = getattr(config, "max_output", None)
-    if limit is None:
-        limit = DEFAULT_MAX_OUTPUT
+    limit = output_budget(spec, config)
     if not limit:
         return sink
     state_dir = getattr(config, "state_dir", None) or os.path.join(
