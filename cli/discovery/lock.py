@@ -32,7 +32,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any
+
+# Every load asks lock_path, so this module is on the warm path, where
+# importing typing costs more than the rest of a lookup: mypy alone reads it.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 LOCK_NAME = "acor.lock"
 FORMAT = 1
