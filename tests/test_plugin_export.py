@@ -57,7 +57,7 @@ def test_every_manifest_validates_against_its_published_schema(project):
     validate(out / ".codex-plugin" / "plugin.json",
              "codex-plugin-manifest.json")
     gemini = json.loads((out / "gemini-extension.json").read_text())
-    assert gemini["name"] == "proj" and gemini["version"]
+    assert gemini["name"] == "out" and gemini["version"]  # its folder's
     assert set(gemini["mcpServers"]["acor"]) == {"command", "args"}
 
 

@@ -155,7 +155,8 @@ def _check_targets(directory: str, texts: dict[str, str], force: bool,
 @click.option("--dir", "directory", required=True, metavar="D",
               help="The plugin's folder (created if need be).")
 @click.option("--name", "name", metavar="NAME",
-              help="The plugin's name (default: the project folder's).")
+              help="The plugin's name (default: the name of D, as Gemini "
+                   "CLI wants an extension's name to be its folder's).")
 @click.option("--force", is_flag=True,
               help="Replace the files a previous export wrote there.")
 @click.pass_context
@@ -166,9 +167,10 @@ def export_plugin(ctx: click.Context, directory: str, name: str | None,
     for this project, and a skill per tool."""
     registry = command_registry(ctx)
     config = registry.config
-    chosen = plugin_name(name if name is not None
-                         else os.path.basename(config.root)) or \
-        ("acor-tools" if name is None else None)
+    # Gemini CLI wants an extension's name to be its folder's.
+    chosen = plugin_name(name if name is not None else os.path.basename(
+        os.path.abspath(directory))) or ("acor-tools" if name is None
+                                         else None)
     if chosen is None:
         raise UsageError(f"--name {printable(name or '')!r} is not a plugin "
                          "name", "Use lowercase letters, digits and single "
