@@ -12,6 +12,8 @@ import jsonschema
 import pytest
 from mcp import Client, StdioServerParameters
 
+from mcp_helpers import acor_mcp_stdio
+
 SCHEMAS = pathlib.Path(__file__).parent / "host_schemas"
 TOOL = """\
 from acor import AcorTool
@@ -76,14 +78,66 @@ def test_the_names_and_skills_agree_across_the_formats(project):
     assert text.startswith("---\nname: report-maker\n")
 
 
-def test_no_file_holds_a_secret_and_none_is_asked_of_the_host(project):
+def test_a_tools_secret_becomes_the_hosts_sensitive_setting_not_a_value(
+        project):
+    project.env["ACOR_SECRET_REPORT_MAKER__TOKEN"] = "s3cr3t-value"
     out = exported(project)
-    for path in out.rglob("*.json"):
-        data = json.loads(path.read_text())
-        servers = data.get("mcpServers")
-        for entry in (servers.values() if isinstance(servers, dict) else ()):
-            assert "env" not in entry and "headers" not in entry
-        assert "userConfig" not in data and "settings" not in data
+    claude = json.loads((out / ".claude-plugin" / "plugin.json").read_text())
+    assert claude["userConfig"] == {"report_maker__token": {
+        "type": "string", "title": "report_maker: token",
+        "description": "The report_maker tool's token: the API token",
+        "sensitive": True, "required": False}}
+    assert claude["mcpServers"]["acor"]["env"] == {
+        "ACOR_SECRET_REPORT_MAKER__TOKEN": "${user_config.report_maker__token}"}
+    gemini = json.loads((out / "gemini-extension.json").read_text())
+    assert gemini["settings"] == [{
+        "name": "report_maker: token",
+        "description": "The report_maker tool's token: the API token",
+        "envVar": "ACOR_SECRET_REPORT_MAKER__TOKEN", "sensitive": True}]
+    for path in out.rglob("*"):
+        if path.is_file():
+            assert "s3cr3t-value" not in path.read_text()
+    for path in ("mcp.json", ".codex-plugin/plugin.json"):
+        (entry,) = json.loads((out / path).read_text())["mcpServers"].values()
+        assert "env" not in entry  # no host setting to take it from
+
+
+VAULT = """\
+import os
+from acor import AcorTool
+with AcorTool() as tool:
+    args = tool.parse_args()
+    if args.token is None:
+        tool.input_needed("The token?", {"token": {"type": "string"}},
+                          audience="human")
+    leaked = sorted(k for k in os.environ if k.startswith("ACOR_SECRET_"))
+    tool.output(f"a token of {len(args.token)} characters; leaked: {leaked}")
+"""
+
+
+@pytest.mark.anyio
+async def test_the_host_setting_reaches_only_its_own_tool(project):
+    project.add_tool("vault", VAULT, args=SECRET_ARGS)
+    project.add_tool("snoop", VAULT.replace("args.token is None", "False")
+                     .replace("len(args.token)", "0"), args=SECRET_ARGS)
+    project.env["ACOR_SECRET_VAULT__TOKEN"] = "s3cr3t-value"
+    async with Client(acor_mcp_stdio(project)) as client:
+        vault = await client.call_tool("vault", {"where": "x"})
+        snoop = await client.call_tool("snoop", {"where": "x"})
+    (text,) = [b.text for b in vault.content if b.type == "text"][:1]
+    assert text == "a token of 12 characters; leaked: []"
+    assert "s3cr3t-value" not in json.dumps(vault.model_dump(mode="json"))
+    assert [b.text for b in snoop.content if b.type == "text"][0] == \
+        "a token of 0 characters; leaked: []"
+
+
+@pytest.mark.anyio
+async def test_without_the_setting_the_person_is_asked(project):
+    project.add_tool("vault", VAULT, args=SECRET_ARGS)
+    async with Client(acor_mcp_stdio(project)) as client:
+        result = await client.call_tool("vault", {"where": "x"})
+    text = "\n".join(b.text for b in result.content if b.type == "text")
+    assert "a token of" not in text
 
 
 def test_an_existing_folder_is_kept_unless_forced(project):

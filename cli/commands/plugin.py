@@ -6,22 +6,28 @@ The folder is at once:
   ``plugin.json`` (``$schema``, ``name``, ...), ``mcp.json`` (the stdio
   server) and ``skills/<name>/SKILL.md`` (one Agent Skill per tool, as
   ``acor export skill`` writes it);
-* a Claude Code plugin: ``.claude-plugin/plugin.json``, with
-  ``.claude-plugin/marketplace.json`` listing the folder itself, so
-  ``/plugin marketplace add D`` then ``/plugin install NAME@NAME``
-  installs it; its server is in ``.mcp.json`` at the root, where Claude
-  Code looks;
-* a Codex plugin: ``.codex-plugin/plugin.json``, naming ``./skills/`` and
-  ``./.mcp.json``;
+* a Claude Code plugin: ``.claude-plugin/plugin.json`` (its server in
+  it), with ``.claude-plugin/marketplace.json`` listing the folder
+  itself, so ``/plugin marketplace add D`` then ``/plugin install
+  NAME@NAME`` installs it;
+* a Codex plugin: ``.codex-plugin/plugin.json``, naming ``./skills/``,
+  its server in it;
 * a Gemini CLI extension: ``gemini-extension.json`` (its ``mcpServers``).
 
 The server is the one ``acor mcp --print-config`` writes: this acor, by
 absolute path, pinned to this project (``--config``, ``--cwd``), so the
-folder is for this machine. No secret is written: acor asks a person for
-a tool's secrets when a call needs one (an input request, or the page
-acor serves for one), so the files hold none. A tool that is not what the
-project's ``acor.lock`` pins is not exported (discovery does not offer
-it).
+folder is for this machine. A tool's credentials (its human-only
+arguments marked ``secret``, of the standard level) become the host's
+sensitive user settings where the host has them: Claude Code's
+``userConfig`` (``"sensitive": true``, kept in its secure storage) and
+Gemini CLI's extension ``settings`` (``"sensitive": true``, kept in the
+system keychain), which the host hands ``acor mcp`` in the variable
+:func:`cli.run.own_secrets.host_secret_var` names; acor gives each only
+to its own tool, on its human channel. No file holds a value. Where a
+host has no such settings (Codex, Agent Plugins' ``mcp.json``, which
+forbids secrets in ``env``), acor asks a person when a call needs one.
+A tool that is not what the project's ``acor.lock`` pins is not exported
+(discovery does not offer it).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ from acor.cli.commands.export import (MAX_DESCRIPTION, bounded,
 from acor.cli.commands.mcp_config import (ConfigProblem, SERVER_NAME,
                                           json_text, stdio_entry)
 from acor.cli.errors import LauncherError, UsageError
+from acor.cli.run.own_secrets import host_secret_names, host_secret_var
 from acor.cli.textsafe import printable
 
 AGENT_PLUGIN_SCHEMA = \
@@ -70,6 +77,41 @@ def _owner() -> str:
         return "acor"
 
 
+def credentials(specs: list[Any]) -> list[tuple[str, str, str, str]]:
+    """(settings key, variable, title, description) for each credential
+    of ``specs`` a host may keep for a person."""
+    found = []
+    for spec in specs:
+        props = (spec.args_schema or {}).get("properties") or {}
+        for arg in host_secret_names(spec.args_schema):
+            prop = props[arg]
+            said = prop.get("description") or prop.get("title") or arg
+            found.append((f"{spec.name}__{arg}".replace("-", "_"),
+                          host_secret_var(spec.name, arg),
+                          bounded(f"{spec.name}: {arg}", 100),
+                          bounded(f"The {spec.name} tool's {arg}: "
+                                  f"{said}", 500)))
+    return found
+
+
+def _host_settings(specs: list[Any], entry: dict[str, Any]
+                   ) -> tuple[dict[str, Any], dict[str, Any], list[Any]]:
+    """Claude Code's server (with its credentials' variables), its
+    ``userConfig``, and Gemini CLI's ``settings``."""
+    found = credentials(specs)
+    claude_entry = dict(entry)
+    if found:
+        claude_entry["env"] = {var: f"${{user_config.{key}}}"
+                               for key, var, _, _ in found}
+    user_config = {key: {"type": "string", "title": title,
+                         "description": said, "sensitive": True,
+                         "required": False}
+                   for key, _, title, said in found}
+    settings = [{"name": title, "description": said, "envVar": var,
+                 "sensitive": True} for _, var, title, said in found]
+    return claude_entry, user_config, settings
+
+
 def plugin_files(name: str, specs: list[Any], root: str,
                  entry: dict[str, Any]) -> dict[str, str]:
     """Path in the folder -> text, for the plugin ``name`` serving
@@ -79,17 +121,18 @@ def plugin_files(name: str, specs: list[Any], root: str,
                           f"({tools}), served by acor mcp.",
                           MAX_DESCRIPTION)
     author = {"name": _owner()}
-    files = {
+    claude_entry, user_config, settings = _host_settings(specs, entry)
+    files: dict[str, dict[str, Any]] = {
         "plugin.json": {"$schema": AGENT_PLUGIN_SCHEMA, "name": name,
                         "version": __version__, "description": description,
                         "keywords": ["acor", "mcp", "tools"]},
         "mcp.json": {"$schema": AGENT_MCP_SCHEMA, "mcpServers": {
             SERVER_NAME: {"type": "stdio", **entry}}},
-        ".mcp.json": {"mcpServers": {SERVER_NAME: entry}},
         ".claude-plugin/plugin.json": {
             "$schema": CLAUDE_PLUGIN_SCHEMA, "name": name,
             "version": __version__, "description": description,
-            "author": author},
+            "author": author,
+            "mcpServers": {SERVER_NAME: claude_entry}},
         ".claude-plugin/marketplace.json": {
             "$schema": CLAUDE_MARKETPLACE_SCHEMA, "name": name,
             "owner": author, "plugins": [{
@@ -98,7 +141,7 @@ def plugin_files(name: str, specs: list[Any], root: str,
         ".codex-plugin/plugin.json": {
             "name": name, "version": __version__,
             "description": description, "author": author,
-            "skills": "./skills/", "mcpServers": "./.mcp.json",
+            "skills": "./skills/", "mcpServers": {SERVER_NAME: entry},
             "interface": {
                 "displayName": name, "shortDescription": description,
                 "longDescription": description,
@@ -112,6 +155,9 @@ def plugin_files(name: str, specs: list[Any], root: str,
             "description": description,
             "mcpServers": {SERVER_NAME: entry}},
     }
+    if user_config:
+        files[".claude-plugin/plugin.json"]["userConfig"] = user_config
+        files["gemini-extension.json"]["settings"] = settings
     texts = {path: json_text(value) for path, value in files.items()}
     for spec in specs:
         skill = skill_name(spec.name)
