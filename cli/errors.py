@@ -67,9 +67,21 @@ def unknown_tool(name: str, registry, args: Sequence[str] = (),
                          next=next_argv, exit_code=exitcodes.USAGE)
 
 
+# How discovery's reason starts for a tool that is not what acor.lock pins
+# (cli.discovery.registry writes it).
+PINNED = "it is not what acor.lock pins: "
+
+
 def invalid_manifest(name: str, skipped) -> LauncherError:
     """A tool whose manifest was found but skipped: say which, and why."""
     from acor.cli.textsafe import printable
+    if skipped.reason.startswith(PINNED):  # changed since a person locked it
+        return LauncherError(
+            f"Tool '{printable(name)}' is not served: "
+            f"{printable(skipped.reason)}", printable(skipped.recovery),
+            code="E_TOOL_CHANGED", details=f"manifest: "
+            f"{printable(skipped.path)}", next=["acor", "doctor"],
+            exit_code=exitcodes.USAGE)
     return LauncherError(
         f"Tool '{printable(name)}' has an invalid manifest: "
         f"{printable(skipped.reason)}", printable(skipped.recovery),

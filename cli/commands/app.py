@@ -25,6 +25,9 @@ from acor.cli.commands.call import call_command
 from acor.cli.commands.check import check_command
 from acor.cli.commands.mcp import mcp_command
 from acor.cli.commands.export import export_group
+from acor.cli.commands.install import install_command
+from acor.cli.commands.lock import lock_command
+from acor.cli.commands.plugin import export_plugin
 from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 
@@ -192,10 +195,11 @@ def help_command(ctx, topic):
     click.echo(command.get_help(parent))
 
 
+export_group.add_command(export_plugin)
 cli.add_command(sessions)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
                  call_command, check_command, new_command, mcp_command,
-                 export_group):
+                 export_group, lock_command, install_command):
     cli.add_command(_command)
 
 

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
 
@@ -87,9 +88,6 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
             verb = "applies" if len(given) == 1 else "apply"
             raise ValueError(f"{', '.join(given)} only {verb} with --http, "
                              f"e.g. `acor mcp --http {given[0]} ...`")
-        if http and client is not None:
-            raise ValueError("--print-config writes a stdio entry; start "
-                             "the HTTP server without it")
         if http:
             from acor.cli.mcp.http import parse_http_options
             options = parse_http_options(
@@ -110,6 +108,8 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
                               "Give the project's folder, as an absolute "
                               "path: --cwd /abs/project."))
     config = (ctx.obj or {}).get("config") or os.environ.get("ACOR_CONFIG")
+    if client is not None and http:
+        return _print_http_config(client, options)
     if client is not None:
         from acor.cli.commands.mcp_config import print_config
         return print_config(client, only, timeout, seconds, config)
@@ -120,3 +120,15 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
         options.config_path = config
         return serve_http(options)
     return serve(only, seconds, config, key)
+
+
+def _print_http_config(client: str, options: Any) -> int:
+    """The URL entry for the server these --http options start."""
+    from acor.cli.commands.mcp_config import http_url, print_http_config
+    if options.port == 0:
+        return fail(Error("--print-config needs the port clients connect "
+                          "to, and --port 0 picks one at start", "E_USAGE",
+                          None, "Give a fixed port, e.g. `acor mcp --http "
+                          "--port 8765 --print-config " + client + "`."))
+    url = http_url(options.host, options.port, list(options.allow_hosts))
+    return print_http_config(client, url, options.token is not None)

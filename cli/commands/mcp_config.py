@@ -171,6 +171,71 @@ def where_to_put_it(client: str, root: str, entry: dict[str, Any]) -> str:
             "in a trusted project).")
 
 
+def http_url(host: str, port: int, allow_hosts: list[str]) -> str:
+    """The URL clients reach ``acor mcp --http`` at: the first
+    ``--allow-host`` name when given (a proxy's, a DNS name), else the
+    host it listens on (this machine's name for a wildcard address)."""
+    import socket
+    if allow_hosts:
+        name = allow_hosts[0]
+    elif host in ("0.0.0.0", "::", ""):
+        name = socket.getfqdn()
+    else:
+        name = host
+    if ":" in name and not name.startswith("["):
+        name = f"[{name}]"  # an IPv6 address
+    return f"http://{name}:{port}/mcp"
+
+
+def http_entry(client: str, url: str, token: bool) -> dict[str, Any]:
+    """The entry that makes ``client`` reach the server at ``url``; with
+    ``token``, its bearer token is taken from the client's environment
+    (``$ACOR_MCP_TOKEN``) or asked of the person (VS Code), never written
+    into the file."""
+    from acor.cli.run.own_secrets import TOKEN_VAR
+    entry: dict[str, Any] = {"type": "http", "url": url}
+    if client == "codex":
+        entry = {"url": url}
+        if token:
+            entry["bearer_token_env_var"] = TOKEN_VAR
+        return entry
+    if token:
+        value = {"claude": f"Bearer ${{{TOKEN_VAR}}}",
+                 "cursor": f"Bearer ${{env:{TOKEN_VAR}}}",
+                 "vscode": f"Bearer ${{input:{VSCODE_INPUT}}}"}[client]
+        entry["headers"] = {"Authorization": value}
+    return entry
+
+
+# The VS Code input that asks the person for the token (kept in its
+# secret storage).
+VSCODE_INPUT = "acor-mcp-token"
+
+
+def print_http_config(client: str, url: str, token: bool) -> int:
+    """``acor mcp --http --print-config CLIENT``: the URL entry on
+    stdout, where it goes and what it needs on stderr; 0."""
+    from acor.cli.run.own_secrets import TOKEN_VAR
+    entry = http_entry(client, url, token)
+    extra: dict[str, Any] = {}
+    if client == "vscode" and token:
+        text = json_text({"inputs": [{
+            "type": "promptString", "id": VSCODE_INPUT, "password": True,
+            "description": "The bearer token of acor mcp --http"}],
+            "servers": {SERVER_NAME: entry}})
+    else:
+        text = render(client, entry, extra)
+    sys.stdout.write(text)
+    sys.stdout.flush()
+    notes = [where_to_put_it(client, os.getcwd(), entry)]
+    if token and client != "vscode":
+        notes.append(f"The client reads the token from ${TOKEN_VAR} in its "
+                     "own environment: set it there (the file holds no "
+                     "token).")
+    print("\n".join(notes), file=sys.stderr)
+    return 0
+
+
 def _shell_quote(text: str) -> str:
     import shlex
     return shlex.quote(text)

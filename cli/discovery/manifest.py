@@ -50,7 +50,7 @@ DEFAULT_VERSION = "1.0.0"
 # unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
-                      "export"})
+                      "export", "lock", "install"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
 
 

@@ -93,13 +93,44 @@ class Registry:
                    [Shadowed.from_dict(s) for s in data["shadowed"]])
 
 
-def load_registry(cwd=None, config_path=None):
+def load_registry(cwd: str | None = None, config_path: str | None = None,
+                  pinned: bool = True) -> "Registry":
     """The registry for ``cwd`` (default: the current directory).
 
     ``config_path`` is ``--config``; ``$ACOR_CONFIG`` is honoured too.
     Served from the cache when nothing changed (``ACOR_NO_CACHE=1``
-    bypasses it). Raises :class:`cli.config.ConfigError` only.
+    bypasses it). With ``pinned`` (all but ``acor lock``), a tool that is
+    not what the project's ``acor.lock`` pins is moved to the skipped
+    (:mod:`cli.discovery.lock`). Raises :class:`cli.config.ConfigError`
+    only.
     """
+    registry = _discovered(cwd, config_path)
+    return _pinned(registry) if pinned else registry
+
+
+def _pinned(registry: Registry) -> Registry:
+    """``registry`` with every tool that drifted from the project's lock
+    moved to its skipped manifests, saying what changed."""
+    from acor.cli.discovery.lock import lock_path
+    if not os.path.lexists(lock_path(registry.config.root)):
+        return registry  # no lock: no hashing, nothing more imported
+    from acor.cli.discovery.lock import LockProblem, RECOVERY, drift
+    from acor.cli.errors import PINNED
+    try:
+        found = drift(registry)
+    except LockProblem as exc:  # fail closed: no tool is served
+        found = {name: [exc.reason] for name in registry.tools}
+    for name, changed in found.items():
+        spec = registry.tools.pop(name)
+        registry.skipped.append(Skipped(
+            path=printable(spec.manifest_path),
+            reason=PINNED + "; ".join(changed),
+            recovery=RECOVERY, name=name))
+    return registry
+
+
+def _discovered(cwd, config_path):
+    """The registry as discovery finds it: from the cache, else a scan."""
     try:
         cwd = os.path.abspath(cwd or os.getcwd())
     except FileNotFoundError:

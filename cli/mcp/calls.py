@@ -47,6 +47,7 @@ from acor.cli.output.formats import write_stderr
 from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.tools import tool_args
 from acor.cli.mcp.versions import MODERN_VERSIONS
+from acor.cli.run.own_secrets import host_secrets
 from acor.cli.signals import Cancel
 from acor.cli.textsafe import clean_event, strip_terminal
 
@@ -154,7 +155,10 @@ class CallHandler:
         # What a person answered goes to one run, from this server's memory
         # (the page) or this retry's form: never from the state the client
         # holds, which a client with the key could have written.
-        human: dict = {}
+        # A credential the host keeps for the person (its sensitive user
+        # settings, in this server's environment) is theirs too.
+        preset = host_secrets(spec.name, schema)
+        human: dict = dict(preset)
         asked = set(state.get("asked") or ()) if state else set()
         session = state.get("session") if state else None
         rounds = state["round"] if state else 0
@@ -175,7 +179,7 @@ class CallHandler:
             except UsageError as exc:
                 return results.usage_result(spec.name, exc)
             result = await self._run(spec, argv, registry, relay, human)
-            human = {}  # what a person answered is for that one run
+            human = dict(preset)  # an answer is for that one run
             next_call = partial(tool_call, served=partial(self.catalog.get,
                                                           registry))
             reply = results.call_result(
@@ -368,14 +372,10 @@ def _budget(sink, spec, registry):
     """``sink`` within the tool's output budget (its manifest's
     max_output, else the config's, else the default; 0: none), its whole
     output spilled under the config's state dir."""
-    from acor.cli.output.budget import (DEFAULT_MAX_OUTPUT, Budget,
-                                        mcp_cost, output_dir)
+    from acor.cli.output.budget import Budget, mcp_cost, output_dir
+    from acor.cli.mcp.tools import output_budget
     config = getattr(registry, "config", None)
-    limit = spec.max_output
-    if limit is None:
-        limit = getattr(config, "max_output", None)
-    if limit is None:
-        limit = DEFAULT_MAX_OUTPUT
+    limit = output_budget(spec, config)
     if not limit:
         return sink
     state_dir = getattr(config, "state_dir", None) or os.path.join(

@@ -98,12 +98,14 @@ class Catalog:
         Each tool is built again only when its manifest changed: comparing
         a few values costs far less than rebuilding 1,000 schemas."""
         built, tools = {}, []
-        for spec in self.served(self.registry()):
+        registry = self.registry()
+        for spec in self.served(registry):
+            budget = output_budget(spec, registry.config)
             key = (spec.description, spec.usage, spec.args_public,
-                   spec.annotations)
+                   spec.annotations, budget)
             entry = self._built.get(spec.name)
             if entry is None or entry[0] != key:
-                entry = (key, mcp_tool(spec))
+                entry = (key, mcp_tool(spec, budget))
             built[spec.name] = entry
             tools.append(entry[1])
         self._built = built  # one assignment: safe if listings overlap
@@ -115,8 +117,27 @@ class Catalog:
             print(f"acor mcp: {message}", file=self._log, flush=True)
 
 
-def mcp_tool(spec) -> dict:
-    """A ToolSpec as an MCP ``Tool``, in its JSON form."""
+def output_budget(spec, config) -> int:
+    """The bytes of a call's output a result shows: the manifest's
+    ``max_output``, else the config's, else the default; 0: no limit."""
+    from acor.cli.output.budget import DEFAULT_MAX_OUTPUT
+    for limit in (spec.max_output, getattr(config, "max_output", None)):
+        if limit is not None:
+            return limit
+    return DEFAULT_MAX_OUTPUT
+
+
+# Claude Code keeps a tool's result whole up to this many characters when
+# the tool says so (and cuts it at its own, lower, default otherwise).
+RESULT_SIZE_META = "anthropic/maxResultSizeChars"
+# What a result holds beyond the budgeted output: its status, error,
+# links to the whole output, acor's record of the run.
+RESULT_FRAME_CHARS = 8192
+
+
+def mcp_tool(spec, budget: int | None = None) -> dict:
+    """A ToolSpec as an MCP ``Tool``, in its JSON form; ``budget``, its
+    output budget in bytes, is told to hosts that read one."""
     public = spec.args_public  # None for a free-argv tool
     description = spec.description
     if public is None and spec.usage:
@@ -128,6 +149,8 @@ def mcp_tool(spec) -> dict:
     annotations = tool_annotations(spec)
     if annotations:
         tool["annotations"] = annotations
+    if budget:
+        tool["_meta"] = {RESULT_SIZE_META: budget + RESULT_FRAME_CHARS}
     return tool
 
 

@@ -28,6 +28,13 @@ KEY_VAR = "ACOR_MCP_KEY"         # the key that seals requestState
 # prefix is kept out of a tool's environment.
 SECRET_PREFIX = "ACOR_MCP_"
 
+# A tool's credentials (its human-only arguments marked "secret", of the
+# standard level) that an agent host keeps for a person, as its sensitive
+# user settings, and hands acor mcp in its environment: one variable per
+# tool and argument. Kept out of every tool's environment too: a tool gets
+# its own, on its human channel, and no other's.
+HOST_SECRET_PREFIX = "ACOR_SECRET_"
+
 _PR_SET_DUMPABLE = 4
 
 
@@ -45,9 +52,41 @@ def take_all() -> dict[str, str]:
 
 
 def without_secrets(env) -> dict[str, str]:
-    """``env`` less every variable that may hold one of acor's secrets."""
+    """``env`` less every variable that may hold one of acor's secrets or
+    a tool's credential a host handed acor."""
     return {key: value for key, value in env.items()
-            if not key.startswith(SECRET_PREFIX)}
+            if not key.startswith((SECRET_PREFIX, HOST_SECRET_PREFIX))}
+
+
+def host_secret_var(tool: str, argument: str) -> str:
+    """The variable that holds ``tool``'s credential ``argument``."""
+    def word(name: str) -> str:
+        return name.upper().replace("-", "_")
+    return f"{HOST_SECRET_PREFIX}{word(tool)}__{word(argument)}"
+
+
+def host_secret_names(schema) -> list[str]:
+    """The arguments of the args ``schema`` a host may keep for a person:
+    human-only, secret, and not of the high level (which is given only on
+    acor's own page)."""
+    props = (schema or {}).get("properties") or {}
+    return [name for name, prop in props.items()
+            if isinstance(prop, dict) and isinstance(prop.get("x-acor"), dict)
+            and prop["x-acor"].get("human") is True
+            and prop["x-acor"].get("secret") is True
+            and prop["x-acor"].get("level", "standard") != "high"]
+
+
+def host_secrets(tool: str, schema, environ=None) -> dict[str, str]:
+    """``tool``'s credentials its host set in ``environ`` (default: this
+    process's), by argument name: what the person gave the host."""
+    env = os.environ if environ is None else environ
+    found = {}
+    for name in host_secret_names(schema):
+        value = env.get(host_secret_var(tool, name))
+        if value:
+            found[name] = value
+    return found
 
 
 def keep_private() -> bool:
