@@ -1,7 +1,7 @@
 """`acor export plugin --dir D`: one folder that is an Agent Plugin, a
 Claude Code plugin with its marketplace, a Codex plugin and a Gemini CLI
 extension. Each file is checked against its format's published schema
-(tests/host_schemas, with their sources), and the server the folder names
+(tests/launcher/commands/host_schemas, with their sources), and the server the folder names
 is started as a host would start it, with the SDK client."""
 
 import json
