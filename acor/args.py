@@ -88,10 +88,10 @@ def schema_problems(schema: object) -> list[str]:
     """Every way ``schema`` is not an args schema this module understands;
     [] when it is."""
     if not isinstance(schema, dict):
-        return [f"args must be an object, not {_describe(schema)}"]
+        return [f"args must be an object, not {describe(schema)}"]
     props = schema.get("properties", {})
     if not isinstance(props, dict):
-        return [f"args.properties must be an object, not {_describe(props)}"]
+        return [f"args.properties must be an object, not {describe(props)}"]
     problems = _top_problems(schema, props)
     flags: set[str] = set()
     for name, prop in props.items():
@@ -296,7 +296,7 @@ def _keyword_problems(path: str, prop: Schema, kind: object) -> list[str]:
         return problems  # a boolean's default: checked with its flag
     problems = _range_problems(path, prop)
     if isinstance(prop.get("enum"), list):  # not an array's: see above
-        problems += [f"{path}.enum: {_describe(choice)} is not {_A[kind]}"
+        problems += [f"{path}.enum: {describe(choice)} is not {_A[kind]}"
                      for choice in prop["enum"] if not _is(kind, choice)]
     if prop.get("default") is not None and not problems:
         problems += _default_problems(path, prop, kind)
@@ -400,19 +400,24 @@ def _public_property(prop: object) -> object:
 
 # --- values (a call, as JSON) ---------------------------------------------
 
-def _describe(value: object) -> str:
+def describe(value: object, *, yaml: bool = False) -> str:
+    """How a parsed value reads in an error message, in the words of the
+    file it came from: JSON's (a schema, a call's arguments) or, with
+    ``yaml``, YAML's (the config). A long string is cut: it is echoed."""
     if value is None:
         return "null"
     if isinstance(value, bool):
         return f"the boolean {str(value).lower()}"
     if isinstance(value, (int, float)):
-        return f"the number {value}"
+        return f"the number {value!r}"
     if isinstance(value, str):
-        return f"the string {json.dumps(value, ensure_ascii=False)}"
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        quoted = repr(shown) if yaml else json.dumps(shown, ensure_ascii=False)
+        return f"the string {quoted}"
     if isinstance(value, (list, tuple)):
-        return "an array"
+        return "a list" if yaml else "an array"
     if isinstance(value, dict):
-        return "an object"
+        return "a mapping" if yaml else "an object"
     return f"a {type(value).__name__}"
 
 
@@ -438,15 +443,15 @@ def value_problems(path: str, prop: Schema, value: Any) -> list[str]:
     kind = prop.get("type")
     if kind == "array":
         if not isinstance(value, list):
-            return [f"{path}: must be an array, not {_describe(value)}"]
+            return [f"{path}: must be an array, not {describe(value)}"]
         return [p for i, item in enumerate(value)
                 for p in value_problems(f"{path}[{i}]", prop["items"], item)]
     if not _is(kind, value):
-        return [f"{path}: must be {_A[kind]}, not {_describe(value)}"]
+        return [f"{path}: must be {_A[kind]}, not {describe(value)}"]
     if "enum" in prop and value not in prop["enum"]:
         choices = ", ".join(json.dumps(c, ensure_ascii=False)
                             for c in prop["enum"])
-        return [f"{path}: must be one of {choices}, not {_describe(value)}"]
+        return [f"{path}: must be one of {choices}, not {describe(value)}"]
     if "minimum" in prop and value < prop["minimum"]:
         return [f"{path}: must be at least {prop['minimum']}, not {value}"]
     if "maximum" in prop and value > prop["maximum"]:
@@ -460,7 +465,7 @@ def validate(schema: Schema, values: object) -> list[str]:
     [] when the values are valid."""
     props = checked_properties(schema)
     if not isinstance(values, dict):
-        return [f"the arguments must be an object, not {_describe(values)}"]
+        return [f"the arguments must be an object, not {describe(values)}"]
     problems = [f"{name}: is required" for name in schema.get("required", [])
                 if name not in values]
     for name, value in values.items():

@@ -23,8 +23,8 @@ import os
 import sys
 
 from . import checks, exitcodes, forks, framing
-from .events import (AIDirective, InputNeeded, Output, OutputData,
-                     OutputFiles, Status, Suggestions)
+from .events import (FINAL_STATES, AIDirective, InputNeeded, Output,
+                     OutputData, OutputFiles, Status, Suggestions)
 from .progress import (DIRECT_PROGRESS_INTERVAL, PROGRESS_INTERVAL,
                        ProgressMixin)
 from .quick import render
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 _RUNNING = ToolState.RUNNING
 _CREATED = ToolState.CREATED
-_FINAL = (ToolState.COMPLETE, ToolState.FAILED, ToolState.CANCELLED)
 _AUDIENCES = ("agent", "human")
 _SENTINEL = object()
 
@@ -225,7 +224,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         only the first call after start() writes anything."""
         if isinstance(state, str):
             state = ToolState(state.lower())
-        if state not in _FINAL:
+        if state.value not in FINAL_STATES:
             raise ValueError(f"stop() takes COMPLETE, FAILED or CANCELLED, "
                              f"not {state}")
         with self._lock:
@@ -309,7 +308,7 @@ class AcorTool(ProgressMixin, ResumableMixin):
         """``## Status: Working`` and an optional message. Final states are
         refused: call stop() to end the run."""
         state = checks.text(state, "status state").strip()
-        if state.lower() in ("complete", "failed", "cancelled"):
+        if state.lower() in FINAL_STATES:
             raise ValueError(f"status({state!r}) would end the transcript; "
                              f"call stop(ToolState.{state.upper()}) instead")
         from . import grammar  # re, 8 ms: only a custom status pays for it

@@ -15,6 +15,7 @@ import sys
 import click
 
 from acor import __version__, exitcodes
+from acor.events import Status
 
 from acor.cli.errors import LauncherError, UsageError, config_error
 from acor.cli.output.formats import report
@@ -133,8 +134,7 @@ def parse(source):
                 if ending is not None:
                     after += event.type != "text"
                 elif event.type == "input_needed" or (
-                        event.type == "status" and event.state in
-                        ("complete", "failed", "cancelled")):
+                        isinstance(event, Status) and event.is_final):
                     ending = getattr(event, "state", "input_needed")
             if not chunk:
                 break

@@ -26,6 +26,7 @@ import os
 import stat
 
 from acor import exitcodes
+from acor.args import describe
 from acor.errors import AcorError
 
 from acor.cli.discovery.cache import Record
@@ -197,8 +198,8 @@ def read_config(path, cwd):
     if not isinstance(data, dict):
         raise ConfigError(
             path, f"the top level must be a mapping of keys, not "
-            f"{_describe(data)}", "Write one `key: value` per line, for "
-            "example `timeout: 120`.", line=1)
+            f"{describe(data, yaml=True)}", "Write one `key: value` per "
+            "line, for example `timeout: 120`.", line=1)
     unknown = [key for key in data if key not in KEYS]
     for key in unknown[:MAX_UNKNOWN_REPORTED]:
         warnings.append(f"{_at(path, lines, str(key))}: unknown key {key!r} "
@@ -213,7 +214,8 @@ def read_config(path, cwd):
     def wrong(key, expected, found, item=None):
         label = repr(key) + ("" if item is None else f" item {item + 1}")
         raise ConfigError(
-            path, f"{label} must be {expected}, not {_describe(found)}",
+            path, f"{label} must be {expected}, "
+            f"not {describe(found, yaml=True)}",
             f"Fix it in {printable(path)}: for example "
             f"`{key}: {KEYS[key][1]}`.",
             line=lines.get(key))
@@ -450,21 +452,3 @@ def _did_you_mean(key, known):
     match = difflib.get_close_matches(str(key), list(known), n=1)
     return f" (did you mean {match[0]!r}?)" if match else \
         f" (known keys: {', '.join(known)})"
-
-
-def _describe(value):
-    """How a parsed YAML/JSON value reads in an error message."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"the string {shown!r}"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    return f"a {type(value).__name__}"
