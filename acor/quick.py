@@ -7,8 +7,8 @@ progress, writes a line of output and stops does not need them: for those
 sections the grammar's escaping leaves the text as it is, and the section is
 a heading, the text and a blank line. Anything else (several lines, a first
 character that could mean something in Markdown, control characters, every
-other kind of section) goes to the grammar. ``tests/library/test_tool.py`` checks
-that both give the same text.
+other kind of section) goes to the grammar.
+``tests/library/test_tool.py`` checks that both give the same text.
 """
 
 from __future__ import annotations

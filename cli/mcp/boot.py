@@ -9,7 +9,8 @@ at once when it is the handshake every client opens with: ``initialize``
 :mod:`cli.mcp_app` later replays that request into the SDK's server, so the
 SDK's connection state is exactly what it would have been, and drops the
 SDK's own answer to it (reporting on stderr if it ever differs from ours;
-``tests/launcher/mcp/test_mcp.py`` checks they are equal). Anything else, or a version
+``tests/launcher/mcp/test_mcp.py`` checks they are equal). Anything else,
+or a version
 this module does not know, is left for the SDK to answer.
 """
 
