@@ -8,8 +8,8 @@ leaves one out is refused when it is defined (``TypeError`` at import), and
 the base class declares one typed method per event type, which
 ``tests/launcher/output/test_handlers.py`` holds equal to
 ``EVENT_TYPES``: a new event type therefore fails every such consumer
-until each says what it does with it, instead of being dropped by an ``isinstance`` chain that did not know it
-(how MCP once lost heartbeats).
+until each says what it does with it, instead of being dropped by an
+``isinstance`` chain that did not know it (how MCP once lost heartbeats).
 
 Consumers that pass every event on alike (the JSON lines writer, the
 result collector, the coalescer, the budget) need no per-type methods:
