@@ -1,6 +1,7 @@
-"""``acor mcp``: the command that serves every tool to MCP clients
-(:mod:`acor.cli.mcp` does the serving, and imports the SDK only then;
-:mod:`acor.cli.commands.mcp_config` writes a client's config for it)."""
+"""``acor mcp``: the command that serves every tool to MCP clients, over
+stdio (:mod:`acor.cli.mcp.stdio`) or HTTP (:mod:`acor.cli.mcp.http`);
+:mod:`acor.cli.commands.mcp_config` writes a client's config for it. The
+MCP SDK is imported only once the server is about to serve."""
 
 from __future__ import annotations
 
@@ -10,9 +11,14 @@ import click
 
 from acor.events import Error
 
-from acor.cli.commands.mcp_config import CLIENTS
-from acor.cli.mcp.server import fail, parse_options, serve
+from acor.cli.commands.mcp_config import CLIENTS, print_config
+from acor.cli.discovery.registry import load_registry
+from acor.cli.mcp.http_options import HttpOptions, parse_http_options
+from acor.cli.mcp.start import fail, parse_options, sdk_problem, start_problem
+from acor.cli.mcp.stdio import serve
+from acor.cli.mcp.tools import Catalog
 from acor.cli.run import own_secrets
+from acor.cli.textsafe import quote
 
 
 @click.command("mcp")
@@ -81,42 +87,58 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
     try:
         only, seconds = parse_options(",".join(tools) if tools else None,
                                       timeout)
-        given = [flag for flag, value in http_only.items()
-                 if value is not None]
-        if given and not http:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise ValueError(f"{', '.join(given)} only {verb} with --http, "
-                             f"e.g. `acor mcp --http {given[0]} ...`")
-        if http and client is not None:
-            raise ValueError("--print-config writes a stdio entry; start "
-                             "the HTTP server without it")
-        if http:
-            from acor.cli.mcp.http import parse_http_options
-            options = parse_http_options(
-                host=host, port=port, token_file=token_file,
-                allow_hosts=allow_hosts, allow_origins=allow_origins,
-                stateless=stateless, workers=workers, environ=secrets)
-            options.key = key
+        _check_modes(http, client, http_only)
+        options = parse_http_options(
+            host=host, port=port, token_file=token_file,
+            allow_hosts=allow_hosts, allow_origins=allow_origins,
+            stateless=stateless, workers=workers,
+            environ=secrets) if http else None
     except ValueError as exc:
         return fail(Error(str(exc), "E_USAGE", None,
-                           "Run `acor mcp --help` for the options."))
+                          "Run `acor mcp --help` for the options."))
     if cwd is not None:
         try:
             os.chdir(cwd)
         except OSError as exc:
-            from acor.cli.textsafe import quote
             return fail(Error(f"--cwd {quote(cwd)}: {exc.strerror}",
                               "E_USAGE", None,
                               "Give the project's folder, as an absolute "
                               "path: --cwd /abs/project."))
     config = (ctx.obj or {}).get("config") or os.environ.get("ACOR_CONFIG")
     if client is not None:
-        from acor.cli.commands.mcp_config import print_config
         return print_config(client, only, timeout, seconds, config)
-    if http:
-        from acor.cli.mcp.http import serve_http
+    if options is not None:
+        options.key = key
         options.only = sorted(only) if only is not None else None
         options.timeout = seconds
         options.config_path = config
         return serve_http(options)
     return serve(only, seconds, config, key)
+
+
+def _check_modes(http: bool, client: str | None,
+                 http_only: dict[str, object]) -> None:
+    """Raise ValueError when options of one mode come with another."""
+    given = [flag for flag, value in http_only.items() if value is not None]
+    if given and not http:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise ValueError(f"{', '.join(given)} only {verb} with --http, "
+                         f"e.g. `acor mcp --http {given[0]} ...`")
+    if http and client is not None:
+        raise ValueError("--print-config writes a stdio entry; start "
+                         "the HTTP server without it")
+
+
+def serve_http(options: HttpOptions) -> int:
+    """Check what stdio checks, then serve over HTTP."""
+    only = set(options.only) if options.only is not None else None
+    problem = sdk_problem() or start_problem(Catalog(
+        lambda: load_registry(config_path=options.config_path), only),
+        options.key)
+    if problem is not None:
+        return fail(problem)
+    # The SDK, starlette and uvicorn: imported only once they are known to
+    # be there (an ImportError is no way to say the extra is missing).
+    from acor.cli.mcp.http import serve_http as serve_over_http
+    code: int = serve_over_http(options)
+    return code
