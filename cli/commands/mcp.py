@@ -6,6 +6,7 @@ MCP SDK is imported only once the server is about to serve."""
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 
 import click
 
@@ -117,7 +118,7 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
 
 
 def _check_modes(http: bool, client: str | None,
-                 http_only: dict[str, object]) -> None:
+                 http_only: Mapping[str, object]) -> None:
     """Raise ValueError when options of one mode come with another."""
     given = [flag for flag, value in http_only.items() if value is not None]
     if given and not http:

@@ -38,7 +38,6 @@ from acor.cli.errors import UsageError, invalid_manifest
 from acor.cli.human.approval import Field, fields_of, for_person, \
     request_lines
 from acor.cli.mcp import results
-from acor.cli.mcp.nextcall import tool_call
 from acor.cli.mcp.pages import Pages
 from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.questions import (Context, FormQuestion, Gathered,
@@ -151,7 +150,7 @@ class CallHandler:
                 result.events = sink.events
             return result
 
-        async def stop_when_cancelled():
+        async def stop_when_cancelled() -> None:
             try:
                 await anyio.sleep_forever()
             finally:
@@ -261,8 +260,7 @@ class PlainCall:
         self.gathered = Gathered()
         self._run = run
         self._pages = pages
-        self.next_call = partial(tool_call, served=partial(catalog.get,
-                                                           registry))
+        self.served = catalog.served_tools(registry)
 
     async def rounds(self) -> Reply:
         while True:
@@ -282,7 +280,7 @@ class PlainCall:
                                  human=gathered.take_human())
         reply = results.call_result(
             result, protocol_version=self.ctx.protocol_version,
-            cwd=_run_cwd(spec, self.registry), next_call=self.next_call)
+            cwd=_run_cwd(spec, self.registry), served=self.served)
         needed = _input_needed(result)
         if needed is None:
             return reply
@@ -342,7 +340,7 @@ class PlainCall:
             self.spec.name, needed, self.arguments if self.schema else None,
             person=for_person(fields, needed.audience), command=command,
             out_of_band=any(f.out_of_band for f in fields),
-            next_call=self.next_call)
+            served=self.served)
 
 
 class Run(Protocol):

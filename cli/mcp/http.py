@@ -189,8 +189,8 @@ def _stop_requests_on_signal(requests: _InFlight) -> Iterator[None]:
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class WorkerApp:
@@ -278,8 +278,8 @@ def serve_http(options: HttpOptions) -> int:
         _announce(options, port)
         return _serve_workers(options, config_args, sock)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _announce(options: HttpOptions, port: int) -> None:

@@ -16,14 +16,15 @@ import anyio
 import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.request_state import RequestStateBoundary
+from mcp.server.request_state import (RequestStateBoundary,
+                                      RequestStateSecurity)
 from mcp_types import PaginatedRequestParams
 
 from acor import __version__
 
 from acor.cli.mcp.calls import CallHandler, RunTool, protocol_error
 from acor.cli.mcp.handshake import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE
-from acor.cli.mcp.keys import request_state_security
+from acor.cli.mcp.keys import shared_keys
 from acor.cli.mcp.tools import Catalog
 from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.run.launch import run as launch_run
@@ -71,3 +72,12 @@ def build_server(catalog: Catalog, run: RunTool | None = None, *,
     server.middleware.append(RequestStateBoundary(
         request_state_security(key), default_audience=server.name))
     return server
+
+
+def request_state_security(key: str | None = None) -> RequestStateSecurity:
+    """The SDK's RequestStateSecurity for this process, under ``key``'s
+    keys (``ACOR_MCP_KEY`` as taken) or, without one, a key of its own."""
+    keys = shared_keys(key)
+    if keys is None:
+        return RequestStateSecurity.ephemeral()
+    return RequestStateSecurity(keys=keys)

@@ -22,7 +22,8 @@ import anyio.from_thread
 import anyio.lowlevel
 import anyio.to_thread
 import mcp_types as types
-from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import (MemoryObjectReceiveStream,
+                                  MemoryObjectSendStream)
 from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
@@ -88,11 +89,11 @@ async def _serve(server: Server[Any], wire: Lines, opening: Opening) -> int:
 
 
 def _read_lines(wire: Lines, opening: Opening,
-                send: ObjectSendStream[Inbound],
+                send: MemoryObjectSendStream[Inbound],
                 token: anyio.lowlevel.EventLoopToken) -> None:
     """The reader thread: the opening line again, then stdin, as parsed
     messages (or the parse error, which the SDK answers)."""
-    line = opening.line
+    line: bytes | None = opening.line
     try:
         while line is not None:
             if line.strip():
@@ -148,7 +149,7 @@ def _parse(line: bytes) -> Inbound:
 
 
 async def _write_lines(wire: Lines, opening: Opening,
-                       receive: ObjectReceiveStream[Outbound],
+                       receive: MemoryObjectReceiveStream[Outbound],
                        serving: anyio.CancelScope) -> None:
     """Every message the server sends, one JSON line each; the SDK's
     answer to the replayed opening request is checked and dropped."""
