@@ -13,7 +13,7 @@ What each ACOR section becomes (the README has the same table):
   recovery and the next command.
 * Input Needed: text saying what is needed, from whom, and the exact next
   call (when the server cannot ask the client itself, see
-  :mod:`cli.mcp_calls`).
+  :mod:`acor.cli.mcp.questions`).
 * ``_meta["acor/result"]``: exit code, state, error code, duration, tool,
   version, argv, session and next, as in the last line of ``--format json``.
 
@@ -210,14 +210,16 @@ def content_blocks(result: RunResult, cwd: str,
             # client: a section acor cannot turn into content is shown as
             # data, never a protocol error in place of the result.
             blocks.append(odd_block(event, exc))
-    if result.session and result.next and result.state in (
+    # A test's stand-in for a result may hold only its events.
+    session: str | None = getattr(result, "session", None)
+    if session and result.next and result.state in (
             "failed", "cancelled") and not any(
             isinstance(e, Error) and e.next for e in result.events or []):
         # How a session run that did not complete resumes (the final
         # status says it elsewhere; here statuses are in _meta).
         blocks.append(acor_text("next", next_text(
             "Next", result.next, served) + f"\nIt resumes session "
-            f"{strip_terminal(result.session)}."))
+            f"{strip_terminal(session)}."))
     return blocks
 
 
@@ -394,7 +396,7 @@ def _mime_type(path: str) -> str | None:
 
 
 def usage_result(tool: str, error: UsageError) -> Block:
-    """Arguments that do not fit the tool (a :class:`cli.errors.UsageError`
+    """Arguments that do not fit the tool (a :class:`acor.cli.errors.UsageError`
     from ``acor call``'s conversion): every problem listed, nothing run."""
     # Line feeds only: splitlines() would also cut at U+2028, U+0085, ...
     # inside a value the client sent, making a line of it look like one of
