@@ -9,10 +9,11 @@ stderr, since stdout belongs to JSON-RPC.
 
 import sys
 from importlib.util import find_spec
+from typing import Protocol
 
 from acor.events import Error
 
-from acor.cli.discovery.config import Config, ConfigError
+from acor.cli.discovery.config import ConfigError
 from acor.cli.durations import check_seconds
 from acor.cli.errors import UsageError, config_error
 from acor.cli.mcp.keys import ENV, KeyProblem, shared_keys
@@ -23,6 +24,14 @@ from acor.cli.textsafe import printable
 
 INSTALL = MCP_INSTALL
 MIN_SDK = "2.3"
+
+
+class Project(Protocol):
+    """What a start error says of the project's config (an
+    :class:`acor.cli.discovery.config.Config`)."""
+
+    root: str
+    path: str | None
 
 
 def sdk_problem() -> Error | None:
@@ -58,7 +67,7 @@ def parse_options(tools: str | None, timeout: str | None
     return only, seconds
 
 
-def unknown_tools(exc: UnknownTools, config: Config) -> Error:
+def unknown_tools(exc: UnknownTools, config: Project) -> Error:
     """The error for ``--tools`` names that are not tools, saying where
     acor looked: an MCP client starts its servers in a folder of its own
     choosing, so the usual cause is a server that never found the
