@@ -1,19 +1,26 @@
-"""``acor mcp``: the command that serves every tool to MCP clients
-(:mod:`acor.cli.mcp` does the serving, and imports the SDK only then;
-:mod:`acor.cli.commands.mcp_config` writes a client's config for it)."""
+"""``acor mcp``: the command that serves every tool to MCP clients, over
+stdio (:mod:`acor.cli.mcp.stdio`) or HTTP (:mod:`acor.cli.mcp.http`);
+:mod:`acor.cli.commands.mcp_config` writes a client's config for it. The
+MCP SDK is imported only once the server is about to serve."""
 
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping
 
 import click
 
 from acor.events import Error
 
-from acor.cli.commands.mcp_config import CLIENTS
-from acor.cli.mcp.server import fail, parse_options, serve
+from acor.cli.commands.mcp_config import CLIENTS, http_url, print_config, \
+    print_http_config
+from acor.cli.discovery.registry import load_registry
+from acor.cli.mcp.http_options import HttpOptions, parse_http_options
+from acor.cli.mcp.start import fail, parse_options, sdk_problem, start_problem
+from acor.cli.mcp.stdio import serve
+from acor.cli.mcp.tools import Catalog
 from acor.cli.run import own_secrets
+from acor.cli.textsafe import quote
 
 
 @click.command("mcp")
@@ -82,39 +89,30 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
     try:
         only, seconds = parse_options(",".join(tools) if tools else None,
                                       timeout)
-        given = [flag for flag, value in http_only.items()
-                 if value is not None]
-        if given and not http:
-            verb = "applies" if len(given) == 1 else "apply"
-            raise ValueError(f"{', '.join(given)} only {verb} with --http, "
-                             f"e.g. `acor mcp --http {given[0]} ...`")
-        if http:
-            from acor.cli.mcp.http import parse_http_options
-            options = parse_http_options(
-                host=host, port=port, token_file=token_file,
-                allow_hosts=allow_hosts, allow_origins=allow_origins,
-                stateless=stateless, workers=workers, environ=secrets)
-            options.key = key
+        _check_modes(http, http_only)
+        options = parse_http_options(
+            host=host, port=port, token_file=token_file,
+            allow_hosts=allow_hosts, allow_origins=allow_origins,
+            stateless=stateless, workers=workers,
+            environ=secrets) if http else None
     except ValueError as exc:
         return fail(Error(str(exc), "E_USAGE", None,
-                           "Run `acor mcp --help` for the options."))
+                          "Run `acor mcp --help` for the options."))
     if cwd is not None:
         try:
             os.chdir(cwd)
         except OSError as exc:
-            from acor.cli.textsafe import quote
             return fail(Error(f"--cwd {quote(cwd)}: {exc.strerror}",
                               "E_USAGE", None,
                               "Give the project's folder, as an absolute "
                               "path: --cwd /abs/project."))
     config = (ctx.obj or {}).get("config") or os.environ.get("ACOR_CONFIG")
-    if client is not None and http:
+    if client is not None and options is not None:
         return _print_http_config(client, options)
     if client is not None:
-        from acor.cli.commands.mcp_config import print_config
         return print_config(client, only, timeout, seconds, config)
-    if http:
-        from acor.cli.mcp.http import serve_http
+    if options is not None:
+        options.key = key
         options.only = sorted(only) if only is not None else None
         options.timeout = seconds
         options.config_path = config
@@ -122,9 +120,8 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
     return serve(only, seconds, config, key)
 
 
-def _print_http_config(client: str, options: Any) -> int:
+def _print_http_config(client: str, options: HttpOptions) -> int:
     """The URL entry for the server these --http options start."""
-    from acor.cli.commands.mcp_config import http_url, print_http_config
     if options.port == 0:
         return fail(Error("--print-config needs the port clients connect "
                           "to, and --port 0 picks one at start", "E_USAGE",
@@ -132,3 +129,27 @@ def _print_http_config(client: str, options: Any) -> int:
                           "--port 8765 --print-config " + client + "`."))
     url = http_url(options.host, options.port, list(options.allow_hosts))
     return print_http_config(client, url, options.token is not None)
+
+
+def _check_modes(http: bool, http_only: Mapping[str, object]) -> None:
+    """Raise ValueError when options of one mode come with another."""
+    given = [flag for flag, value in http_only.items() if value is not None]
+    if given and not http:
+        verb = "applies" if len(given) == 1 else "apply"
+        raise ValueError(f"{', '.join(given)} only {verb} with --http, "
+                         f"e.g. `acor mcp --http {given[0]} ...`")
+
+
+def serve_http(options: HttpOptions) -> int:
+    """Check what stdio checks, then serve over HTTP."""
+    only = set(options.only) if options.only is not None else None
+    problem = sdk_problem() or start_problem(Catalog(
+        lambda: load_registry(config_path=options.config_path), only),
+        options.key)
+    if problem is not None:
+        return fail(problem)
+    # The SDK, starlette and uvicorn: imported only once they are known to
+    # be there (an ImportError is no way to say the extra is missing).
+    from acor.cli.mcp.http import serve_http as serve_over_http
+    code: int = serve_over_http(options)
+    return code

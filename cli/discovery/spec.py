@@ -6,6 +6,7 @@ path's.
 """
 
 import marshal
+from typing import Any
 
 from acor.cli.discovery.cache import Record
 
@@ -41,6 +42,31 @@ class ToolSpec(Record):
                 value = _args_in(self.manifest_path)
             self.__dict__["args_schema"] = value
         return value
+
+    # What each field holds, for the type checker: the values live in the
+    # instance's __dict__ (see Record), so these declare, never assign.
+    name: str
+    version: str
+    description: str
+    kind: str                       # "acor" or "wrapped"
+    path: str
+    manifest_path: str
+    argv: list[str]
+    timeout: float | None
+    idle_timeout: float | None
+    usage: str
+    progress_pattern: str | None
+    errors: dict[str, Any]
+    cwd_mode: str                   # "invocation" or "project"
+    warnings: list[str]
+    args_public: dict[str, Any] | None
+    stdin: bool
+    examples: list[Any] | None
+    annotations: dict[str, Any] | None
+    origin: str | None
+    warm: bool
+    max_output: int | None
+    sandbox: str | None
 
 
 def _args_in(manifest_path):

@@ -2,14 +2,15 @@
 transport, at ``/mcp``, for agents on other machines.
 
 Everything a call does is the stdio server's: the server is
-:func:`acor.cli.mcp.app.build_server`, with the same handlers (schemas,
+:func:`acor.cli.mcp.server.build_server`, with the same handlers (schemas,
 progress, cancellation, Input Needed, results), and only the transport
 differs. The transport is the SDK's own (its session manager serves
 protocol versions up to 2025-11-25 as sessions and 2026-07-28 as
 self-contained requests); uvicorn serves it. Nothing here speaks HTTP
 itself.
 
-Safe by default:
+Safe by default (the options are checked by
+:mod:`acor.cli.mcp.http_options`, before the SDK is imported):
 
 * it listens on 127.0.0.1 unless ``--host`` says otherwise;
 * every request's ``Host`` must be one this server answers to (421
@@ -28,194 +29,51 @@ session to pin to one worker), as ``--stateless`` asks for. A worker gets
 the options, the token and the key in the pickled start-up message
 uvicorn's supervisor writes on the pipe a spawned worker reads once (see
 :class:`WorkerApp`), never in its environment or its argv.
-
-This module imports only the standard library at the top: the options are
-checked, and errors reported, before the SDK is imported.
 """
 
-from __future__ import annotations
-
+import asyncio
 import contextlib
 import hmac
-import ipaddress
-import os
+import secrets
 import signal
 import socket
-import stat
 import sys
-from dataclasses import asdict, dataclass, field
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import asdict
+from types import FrameType
 from typing import Any
 
-from acor.cli.run.own_secrets import TOKEN_VAR as TOKEN_ENV, keep_private
+import anyio
+import uvicorn
+from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
+from mcp.server.auth.middleware.bearer_auth import (BearerAuthBackend,
+                                                    RequireAuthMiddleware)
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import (StreamableHTTPASGIApp,
+                                                StreamableHTTPSessionManager)
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.supervisors import Multiprocess
 
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8765
-PATH = "/mcp"
-MIN_TOKEN = 16          # characters a bearer token needs at least
+from acor import exitcodes
+from acor.events import Error
+
+from acor.cli.discovery.registry import load_registry
+from acor.cli.mcp.http_options import (PATH, HttpOptions, allowed_hosts,
+                                       allowed_origins)
+from acor.cli.mcp.server import build_server
+from acor.cli.mcp.start import fail
+from acor.cli.mcp.tools import Catalog
+from acor.cli.run.own_secrets import keep_private
+from acor.cli.run.warm import WarmStarter
+
 GRACE = 2.0             # seconds a call in flight gets when the server stops
 BACKLOG = 1024
-MAKE_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
-_LOOPBACK_NAMES = ("localhost", "ip6-localhost", "ip6-loopback")
-
-
-@dataclass
-class HttpOptions:
-    """What ``acor mcp --http`` was asked for, checked. Plain data, so the
-    parent can hand it to its workers (:class:`WorkerApp`)."""
-
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    token: str | None = field(default=None, repr=False)
-    key: str | None = field(default=None, repr=False)  # ACOR_MCP_KEY
-    allow_hosts: list[str] = field(default_factory=list)
-    allow_origins: list[str] = field(default_factory=list)
-    stateless: bool = False
-    workers: int = 1
-    only: list[str] | None = None
-    timeout: float | None = None
-    config_path: str | None = None
-
-    @property
-    def loopback(self) -> bool:
-        return is_loopback(self.host)
-
-    def url(self, port: int | None = None) -> str:
-        host = self.host
-        if ":" in host:
-            host = f"[{host}]"
-        return f"http://{host}:{self.port if port is None else port}{PATH}"
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names this machine only. A name other than
-    localhost is not trusted to (its address may change)."""
-    if host.lower() in _LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def parse_http_options(*, host: str | None, port: str | None,
-                       token_file: str | None, allow_hosts: tuple[str, ...],
-                       allow_origins: tuple[str, ...], stateless: bool,
-                       workers: str | None,
-                       environ: dict[str, str] | None = None) -> HttpOptions:
-    """The checked options; raises ValueError with what is wrong, why, and
-    the exact next command."""
-    env = os.environ if environ is None else environ
-    options = HttpOptions(stateless=stateless)
-    if host is not None:
-        host = host.strip()
-        if not host or any(c.isspace() or c in "/@?#" for c in host):
-            raise ValueError(f"--host {host!r} is not a host name or address"
-                             ", e.g. --host 127.0.0.1 or --host 0.0.0.0")
-        options.host = host.strip("[]")
-    options.port = _number("--port", port, DEFAULT_PORT, 0, 65535)
-    options.workers = _number("--workers", workers, 1, 1, 64)
-    if options.workers > 1:
-        options.stateless = True
-    options.allow_hosts = [_header_value("--allow-host", h)
-                           for h in allow_hosts]
-    options.allow_origins = [_origin(o) for o in allow_origins]
-    options.token = _token(token_file, env)
-    if options.token is None and not options.loopback:
-        raise ValueError(
-            f"--host {options.host} is reachable from other machines, so "
-            "acor mcp needs a token that every client must send "
-            f"(Authorization: Bearer TOKEN). Set {TOKEN_ENV} or pass "
-            "--token-file FILE, e.g. "
-            f"`export {TOKEN_ENV}=$({MAKE_TOKEN})` then "
-            f"`acor mcp --http --host {options.host}`.")
-    return options
-
-
-def _number(flag: str, value: str | None, default: int, low: int,
-            high: int) -> int:
-    if value is None:
-        return default
-    try:
-        number = int(value.strip())
-    except ValueError:
-        number = None
-    if number is None or not low <= number <= high:
-        raise ValueError(f"{flag} takes a whole number from {low} to {high}"
-                         f", not {value!r}")
-    return number
-
-
-def _header_value(flag: str, value: str) -> str:
-    value = value.strip()
-    if not value or any(c.isspace() or c in "/@?#" for c in value) \
-            or not value.isprintable():
-        raise ValueError(f"{flag} takes a host as a client names it "
-                         f"(mcp.example.com or mcp.example.com:443), not "
-                         f"{value!r}")
-    return value
-
-
-def _origin(value: str) -> str:
-    value = value.strip().rstrip("/")
-    scheme, sep, rest = value.partition("://")
-    if not sep or scheme not in ("http", "https") or not rest \
-            or any(c.isspace() or c in "/@?#" for c in rest) \
-            or not value.isprintable():
-        raise ValueError(f"--allow-origin takes an origin such as "
-                         f"https://app.example.com, not {value!r}")
-    return value
-
-
-def _token(token_file: str | None, env) -> str | None:
-    if token_file is not None:
-        try:
-            info = os.stat(token_file)
-            with open(token_file, encoding="utf-8") as handle:
-                token = handle.read().strip()
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ValueError(f"--token-file {token_file!r} cannot be read "
-                             f"({exc.__class__.__name__}: "
-                             f"{getattr(exc, 'strerror', None) or exc})"
-                             ) from None
-        if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
-            raise ValueError(f"--token-file {token_file!r} may be read by "
-                             "other users; make it yours alone: "
-                             f"`chmod 600 {token_file}`")
-        where = f"--token-file {token_file!r}"
-    else:
-        token = env.get(TOKEN_ENV, "").strip()
-        if not token:
-            return None
-        where = TOKEN_ENV
-    if len(token) < MIN_TOKEN or not token.isprintable() \
-            or any(c.isspace() for c in token):
-        raise ValueError(f"{where} must hold one token of at least "
-                         f"{MIN_TOKEN} printable characters and no spaces; "
-                         f"make one with `{MAKE_TOKEN}`")
-    return token
-
-
-def allowed_hosts(options: HttpOptions) -> list[str]:
-    """The Host header values this server answers to: loopback names
-    always, the address it listens on, and ``--allow-host``'s."""
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*",
-             "127.0.0.1", "localhost", "[::1]"]
-    if not options.loopback and options.host not in ("0.0.0.0", "::"):
-        name = f"[{options.host}]" if ":" in options.host else options.host
-        hosts += [name, f"{name}:*"]
-    for host in options.allow_hosts:
-        hosts += [host] if ":" in host.rsplit("]", 1)[-1] \
-            else [host, f"{host}:*"]
-    return hosts
-
-
-def allowed_origins(options: HttpOptions) -> list[str]:
-    """The Origin values a browser may send: pages served from this
-    machine, and ``--allow-origin``'s. A client that is not a browser
-    sends none, and is not asked for one."""
-    return ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*",
-            "http://127.0.0.1", "http://localhost", "http://[::1]",
-            *options.allow_origins]
 
 
 class TokenVerifier:
@@ -225,8 +83,7 @@ class TokenVerifier:
     def __init__(self, token: str) -> None:
         self._token = token.encode()
 
-    async def verify_token(self, token: str):
-        from mcp.server.auth.provider import AccessToken
+    async def verify_token(self, token: str) -> AccessToken | None:
         if hmac.compare_digest(token.encode("utf-8", "replace"),
                                self._token):
             return AccessToken(token="<redacted>", client_id="acor-token",
@@ -234,27 +91,12 @@ class TokenVerifier:
         return None
 
 
-def make_app(options: HttpOptions, ready=None):
+def make_app(options: HttpOptions,
+             ready: Callable[[], None] | None = None) -> "_InFlight":
     """The ASGI app (Starlette) serving ``/mcp`` for ``options``: the SDK's
     session manager behind, when there is a token, the SDK's bearer
     authentication. Starts the warm starter of this process; the app's
     lifespan closes it. ``ready()`` is called once it serves."""
-    from mcp.server.auth.middleware.auth_context import AuthContextMiddleware
-    from mcp.server.auth.middleware.bearer_auth import (BearerAuthBackend,
-                                                        RequireAuthMiddleware)
-    from mcp.server.streamable_http_manager import (
-        StreamableHTTPASGIApp, StreamableHTTPSessionManager)
-    from mcp.server.transport_security import TransportSecuritySettings
-    from starlette.applications import Starlette
-    from starlette.middleware import Middleware
-    from starlette.middleware.authentication import AuthenticationMiddleware
-    from starlette.routing import Route
-
-    from acor.cli.discovery.registry import load_registry
-    from acor.cli.mcp.app import build_server
-    from acor.cli.mcp.tools import Catalog
-    from acor.cli.run.warm import WarmStarter
-
     only = set(options.only) if options.only is not None else None
     catalog = Catalog(lambda: load_registry(config_path=options.config_path),
                       only)
@@ -268,7 +110,7 @@ def make_app(options: HttpOptions, ready=None):
     manager = StreamableHTTPSessionManager(
         server, stateless=options.stateless, security_settings=security)
     endpoint: Any = StreamableHTTPASGIApp(manager)
-    middleware = []
+    middleware: list[Middleware] = []
     if options.token is not None:
         endpoint = RequireAuthMiddleware(endpoint, required_scopes=[])
         middleware = [
@@ -278,7 +120,7 @@ def make_app(options: HttpOptions, ready=None):
             Middleware(AuthContextMiddleware)]
 
     @contextlib.asynccontextmanager
-    async def lifespan(app):
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
             async with manager.run():
                 with _stop_requests_on_signal(requests):
@@ -299,13 +141,13 @@ class _InFlight:
     and their tools stopped, rather than uvicorn waiting for them and then
     cancelling what is left (which it logs as a crash)."""
 
-    def __init__(self, app) -> None:
+    def __init__(self, app: ASGIApp) -> None:
         self.app = app
-        self.scopes: set = set()
+        self.scopes: set[anyio.CancelScope] = set()
         self.stopping = False
 
-    async def __call__(self, scope, receive, send) -> None:
-        import anyio
+    async def __call__(self, scope: Scope, receive: Receive,
+                       send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
@@ -325,30 +167,30 @@ class _InFlight:
 
 
 @contextlib.contextmanager
-def _stop_requests_on_signal(requests: _InFlight):
+def _stop_requests_on_signal(requests: _InFlight) -> Iterator[None]:
     """While serving, SIGINT and SIGTERM first end every request in
     flight, then reach uvicorn's own handler (which stops the server)."""
-    import asyncio
-    import threading
     if threading.current_thread() is not threading.main_thread():
         yield  # signals reach the main thread only: nothing to chain
         return
     loop = asyncio.get_running_loop()
-    previous = {}
+    previous: dict[int, Any] = {}
     for sig in (signal.SIGINT, signal.SIGTERM):
         handler = signal.getsignal(sig)
         if not callable(handler):
             continue
 
-        def chained(signum, frame, handler=handler):
+        def chained(signum: int, frame: FrameType | None,
+                    handler: Callable[[int, FrameType | None], Any] = handler
+                    ) -> None:
             loop.call_soon_threadsafe(requests.stop)
             handler(signum, frame)
         previous[sig] = signal.signal(sig, chained)
     try:
         yield
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 class WorkerApp:
@@ -361,14 +203,14 @@ class WorkerApp:
     def __init__(self, options: HttpOptions) -> None:
         self.options = options
 
-    def __getstate__(self) -> dict:
+    def __getstate__(self) -> dict[str, Any]:
         return asdict(self.options)
 
-    def __setstate__(self, state: dict) -> None:
+    def __setstate__(self, state: dict[str, Any]) -> None:
         keep_private()
         self.options = HttpOptions(**state)
 
-    def __call__(self):
+    def __call__(self) -> _InFlight:
         return make_app(self.options)
 
 
@@ -394,25 +236,13 @@ def bind(options: HttpOptions) -> socket.socket:
 def serve_http(options: HttpOptions) -> int:
     """Serve until SIGINT, SIGTERM or SIGHUP; 130 then, as stdio. Calls
     still running get ``GRACE`` seconds, then are cancelled and their tools
-    stopped. A problem found before serving is reported on stderr: exit 2.
+    stopped.
+    A port that cannot be listened on is reported on stderr: exit 2. The
+    caller has run the checks of :mod:`acor.cli.mcp.start`.
     """
-    from acor.events import Error
-
-    from acor.cli.discovery.registry import load_registry
-    from acor.cli.mcp.server import fail, sdk_problem, start_problem
-    from acor.cli.mcp.tools import Catalog
-    problem = sdk_problem()
-    if problem is None:
-        only = set(options.only) if options.only is not None else None
-        problem = start_problem(Catalog(
-            lambda: load_registry(config_path=options.config_path), only),
-            options.key)
-    if problem is not None:
-        return fail(problem)
     if options.workers > 1 and not (options.key or "").strip():
         # Workers share one socket, so a retry may reach another worker:
         # they must share the key that seals requestState.
-        import secrets
         options.key = secrets.token_hex(32)
     try:
         sock = bind(options)
@@ -431,13 +261,13 @@ def serve_http(options: HttpOptions) -> int:
     stopped: list[int] = []
     serving: list[Any] = []  # the uvicorn server, once there is one
 
-    def stop(signum, frame) -> None:
+    def stop(signum: int, frame: FrameType | None) -> None:
         # Before uvicorn has its own handlers (or after it handed the
         # signal back): note it, and have uvicorn stop, or not start.
         stopped.append(signum)
         for server in serving:
             server.should_exit = True
-    previous = {sig: signal.signal(sig, stop)
+    previous: dict[int, Any] = {sig: signal.signal(sig, stop)
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     # A closed terminal stops the server as Ctrl-C does.
     previous[signal.SIGHUP] = signal.signal(
@@ -448,8 +278,8 @@ def serve_http(options: HttpOptions) -> int:
         _announce(options, port)
         return _serve_workers(options, config_args, sock)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def _announce(options: HttpOptions, port: int) -> None:
@@ -464,12 +294,6 @@ def _announce(options: HttpOptions, port: int) -> None:
 def _serve_one(options: HttpOptions, config_args: dict[str, Any],
                sock: socket.socket, stopped: list[int],
                serving: list[Any]) -> int:
-    import uvicorn
-
-    from acor import exitcodes
-    from acor.events import Error
-
-    from acor.cli.mcp.server import fail
     port = sock.getsockname()[1]
     config = uvicorn.Config(make_app(options, lambda: _announce(options,
                                                                 port)),
@@ -493,10 +317,6 @@ def _serve_workers(options: HttpOptions, config_args: dict[str, Any],
     """uvicorn's own supervisor: workers on the one socket, each building
     the app from what :class:`WorkerApp` carried to it; it returns once a
     signal stopped them."""
-    import uvicorn
-    from uvicorn.supervisors import Multiprocess
-
-    from acor import exitcodes
     sock.set_inheritable(True)
     config = uvicorn.Config(WorkerApp(options), factory=True,
                             workers=options.workers, fd=sock.fileno(),

@@ -18,7 +18,9 @@ environment (:mod:`acor.cli.run.own_secrets`): the key is then held in the
 server's memory only, never passed to a tool or a worker's environment.
 """
 
-from acor.cli.run.own_secrets import KEY_VAR as ENV
+from acor.cli.run.own_secrets import KEY_VAR
+
+ENV = KEY_VAR
 MIN_BYTES = 32
 MAKE_ONE = "python3 -c 'import secrets; print(secrets.token_hex(32))'"
 
@@ -48,12 +50,3 @@ def shared_keys(value: str | None) -> list[str] | None:
                          "once (the first seals, every one unseals).")
     return keys
 
-
-def request_state_security(value: str | None = None):
-    """The SDK's RequestStateSecurity for this process, under ``value``'s
-    keys or, without one, a key of its own (imports the SDK)."""
-    from mcp.server.request_state import RequestStateSecurity
-    keys = shared_keys(value)
-    if keys is None:
-        return RequestStateSecurity.ephemeral()
-    return RequestStateSecurity(keys=keys)

@@ -15,22 +15,24 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
+
+from acor.args import HelpRequested, UsageError
 
 from acor.cli.arguments import argv_values
+from acor.cli.discovery.spec import ToolSpec
+from acor.cli.mcp.tools import ServedTools
 
 #: acor's options that change nothing an MCP call could: how the output is
 #: written and whether a person may be asked (the server decides both).
 _PRESENTATION = {"--format": 1, "--no-input": 0}
 
-#: A function from a ``next`` command to its tool call, or None.
-NextCall = Callable[[Sequence[str]], Optional[dict]]
 
-
-def tool_call(argv: Sequence[str], served: Callable[[str], Any]
-              ) -> dict | None:
-    """The tool call for ``argv`` (``["acor", ...]``), or None. ``served``
-    gives the ToolSpec of a tool this server serves by name, else None."""
+def tool_call(argv: Sequence[str], served: ServedTools
+              ) -> dict[str, Any] | None:
+    """The tool call for ``argv`` (``["acor", ...]``), or None when it
+    names no tool of ``served``."""
     words = list(argv)
     if not words or words[0] != "acor":
         return None
@@ -42,7 +44,7 @@ def tool_call(argv: Sequence[str], served: Callable[[str], Any]
         i += 1 if "=" in words[i] else 1 + _PRESENTATION[flag]
     if i >= len(words):
         return None
-    spec = served(words[i])
+    spec = served.get(words[i])
     if spec is None:
         return None
     rest = words[i + 1:]
@@ -54,10 +56,9 @@ def tool_call(argv: Sequence[str], served: Callable[[str], Any]
     return {"name": spec.name, "arguments": arguments}
 
 
-def _arguments(spec, argv: list[str]) -> dict | None:
+def _arguments(spec: ToolSpec, argv: list[str]) -> dict[str, Any] | None:
     """``argv`` as the call's arguments: the values its schema parses from
     it, leaving out what was not given (the schema's defaults apply)."""
-    from acor.args import HelpRequested, UsageError
     try:
         values = argv_values(spec, argv)
     except (UsageError, HelpRequested):  # --help: the inputSchema says it
@@ -67,10 +68,10 @@ def _arguments(spec, argv: list[str]) -> dict | None:
 
 
 def next_text(label: str, argv: Sequence[str],
-              next_call: NextCall | None) -> str:
+              served: ServedTools | None) -> str:
     """The line that says what to do next: the tool call, when there is
     one, else the command and that it is one for a shell."""
-    call = next_call(argv) if next_call is not None else None
+    call = tool_call(argv, served) if served is not None else None
     if call is not None:
         return f"{label} call: " + json.dumps(call, ensure_ascii=False)
     return f"{label} command (in a shell: no tool call does this): " + \

@@ -23,6 +23,16 @@ import threading
 import time
 from typing import Any
 
+import anyio
+import uvicorn
+from starlette.applications import Starlette
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from acor.args import human_value
+
 from acor.cli.human.approval import APPROVAL_TTL, Field, safe_line
 
 
@@ -35,7 +45,7 @@ class Page:
         self.lines = lines
         self.fields = fields
         self.expires = time.monotonic() + APPROVAL_TTL
-        self.answers: dict | None = None
+        self.answers: dict[str, Any] | None = None
         self.refused = False
         self.used = False
         self.url = ""
@@ -51,7 +61,7 @@ class Page:
     def expired(self) -> bool:
         return time.monotonic() > self.expires
 
-    def take(self) -> dict | None:
+    def take(self) -> dict[str, Any] | None:
         """The answers, once (None: refused, expired or not answered);
         the page is closed and forgets them."""
         answers, self.answers = self.answers, None
@@ -86,10 +96,9 @@ class Pages:
             self._pages.pop(page.id, None)
         page.take()
 
-    async def wait(self, page: Page) -> dict | None:
+    async def wait(self, page: Page) -> dict[str, Any] | None:
         """The answers once the person sent the page; None when they
         refused or the page expired."""
-        import anyio
         while not page.used and not page.expired:
             await anyio.sleep(0.05)
         answers = None if page.refused or not page.used else page.answers
@@ -104,7 +113,6 @@ class Pages:
         with self._lock:
             if self._base is not None:
                 return self._base
-            import uvicorn
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             sock.bind(("127.0.0.1", 0))
@@ -134,16 +142,12 @@ _HEADERS = {"Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
             "frame-ancestors 'none'"}
 
 
-def _app(pages: Pages, host: str):
-    from starlette.applications import Starlette
-    from starlette.responses import HTMLResponse
-    from starlette.routing import Route
-
+def _app(pages: Pages, host: str) -> Starlette:
     def reply(body: str, status: int = 200) -> HTMLResponse:
         return HTMLResponse(_document(body), status_code=status,
                             headers=_HEADERS)
 
-    def find(request) -> Page | None:
+    def find(request: Request) -> Page | None:
         # A page is for a browser on this machine: a request naming
         # another host (DNS rebinding) is refused.
         if request.headers.get("host") != host:
@@ -153,7 +157,7 @@ def _app(pages: Pages, host: str):
             return None
         return page
 
-    async def show(request):
+    async def show(request: Request) -> HTMLResponse:
         page = find(request)
         token = request.query_params.get("token", "")
         if page is None or not hmac.compare_digest(token, page.token):
@@ -161,7 +165,7 @@ def _app(pages: Pages, host: str):
                          "it expired, or the address is wrong.</p>", 404)
         return reply(_form(page))
 
-    async def answer(request):
+    async def answer(request: Request) -> HTMLResponse:
         page = find(request)
         form = await request.form()
         token = str(form.get("token", ""))
@@ -184,9 +188,10 @@ def _app(pages: Pages, host: str):
         Route("/approve/{page}", answer, methods=["POST"])])
 
 
-def _read(fields: list[Field], form) -> tuple[dict, list[str]]:
-    from acor.args import human_value
-    answers, problems = {}, []
+def _read(fields: list[Field], form: FormData
+          ) -> tuple[dict[str, Any], list[str]]:
+    answers: dict[str, Any] = {}
+    problems: list[str] = []
     for field in fields:
         text = str(form.get("f_" + field.name, ""))
         prop = {k: v for k, v in field.prop.items()

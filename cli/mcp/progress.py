@@ -17,11 +17,12 @@ and an empty one reads as nothing happening).
 
 import threading
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import anyio
 import anyio.from_thread
 
-from acor.events import Heartbeat, Progress
+from acor.events import Event, Heartbeat, Progress
 
 INTERVAL = 0.1   # seconds between notifications: at most ~10 a second
 TOTAL = 100.0    # progress is a percentage
@@ -30,6 +31,8 @@ _BEAT = object()  # a heartbeat: no new percent, still alive
 STILL_WORKING = "still working"  # a heartbeat's message before any other
 
 Send = Callable[[float, float | None, str | None], Awaitable[None]]
+# A percent, or _BEAT: no new percent, still alive.
+Percent = float | object
 
 
 class ProgressRelay:
@@ -42,22 +45,23 @@ class ProgressRelay:
         self._send = send
         self._interval = interval
         self._lock = threading.Lock()
-        self._pending: tuple | None = None  # (percent or _BEAT, message)
+        self._pending: tuple[Percent, str | None] | None = None
         self._signalled = False   # a wake-up is on its way to the loop
         self._wake = anyio.Event()
         self._last: float | None = None  # the last value sent
-        self._message = None      # the last message, repeated by heartbeats
+        # The last message, repeated by heartbeats.
+        self._message: str | None = None
 
     # --- the run's thread ----------------------------------------------
 
-    def on_event(self, event) -> None:
+    def on_event(self, event: Event) -> None:
         """The runner's ``on_event``: keeps progress and heartbeats."""
         if isinstance(event, Progress):
             self._offer(event.percent, event.message or None)
         elif isinstance(event, Heartbeat):
             self._offer(_BEAT, None)
 
-    def _offer(self, percent, message) -> None:
+    def _offer(self, percent: Percent, message: str | None) -> None:
         with self._lock:
             if percent is _BEAT and self._pending is not None:
                 return  # a real value is already waiting: it proves life too
@@ -108,11 +112,11 @@ class ProgressRelay:
                 STILL_WORKING if percent is _BEAT else None))
         return True
 
-    def _next_value(self, percent) -> float:
+    def _next_value(self, percent: Percent) -> float:
         if percent is _BEAT:
             value = 0.0 if self._last is None else self._last
         else:
-            value = min(max(float(percent), 0.0), TOTAL)
+            value = min(max(float(cast(float, percent)), 0.0), TOTAL)
         if self._last is not None and value <= self._last:
             value = round(self._last + NUDGE, 6)
         self._last = value

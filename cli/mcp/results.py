@@ -13,7 +13,7 @@ What each ACOR section becomes (the README has the same table):
   recovery and the next command.
 * Input Needed: text saying what is needed, from whom, and the exact next
   call (when the server cannot ask the client itself, see
-  :mod:`cli.mcp_calls`).
+  :mod:`acor.cli.mcp.questions`).
 * ``_meta["acor/result"]``: exit code, state, error code, duration, tool,
   version, argv, session and next, as in the last line of ``--format json``.
 
@@ -22,45 +22,53 @@ final status is in ``_meta``, progress went out as notifications.
 """
 
 import json
-from typing import Any
+import mimetypes
 import os
 import shlex
 from pathlib import Path
+from typing import Any
 
 from acor.events import (AIDirective, Checkpoint, Error, Event, Heartbeat,
                          InputNeeded, Output, OutputData, OutputFiles,
                          Progress, Result, Session, Status, Stderr,
                          Suggestions, Text, Unknown)
 
+from acor.cli.errors import UsageError
 from acor.cli.handlers import EventHandler
 from acor.cli.output.budget import Note
 
-from acor.cli.mcp.nextcall import NextCall, next_text
+from acor.cli.mcp.nextcall import next_text
+from acor.cli.mcp.tools import ServedTools
 from acor.cli.mcp.versions import MODERN_VERSIONS
+from acor.cli.run.result import RunResult
 from acor.cli.textsafe import clean_value, printable, strip_terminal
 
+Block = dict[str, Any]  # a content block, a result, its _meta: JSON
 
-def call_result(result, *, protocol_version: str, cwd: str,
-                next_call: NextCall | None = None) -> dict:
+
+def call_result(result: RunResult, *, protocol_version: str, cwd: str,
+                served: ServedTools | None = None) -> Block:
     """The ``CallToolResult`` of a finished run (any ending but cancelled,
     which is never answered). ``cwd`` is where the tool ran: relative
-    output file paths are resolved against it. ``next_call`` turns an
-    error's next command into the tool call that does it
-    (:func:`cli.mcp.nextcall.tool_call`)."""
-    data = [e for e in result.events if isinstance(e, OutputData)]
+    output file paths are resolved against it. ``served``: the tools this
+    server serves, which an error's next command may call
+    (:func:`acor.cli.mcp.nextcall.tool_call`)."""
+    events = result.events or []
+    data = [e for e in events if isinstance(e, OutputData)]
     failed = result.state in ("failed", "timeout") or any(
-        isinstance(e, Error) for e in result.events)
-    wire = {"content": content_blocks(result, cwd, protocol_version,
-                                      next_call),
+        isinstance(e, Error) for e in events)
+    wire: Block = {"content": content_blocks(result, cwd, protocol_version,
+                                      served),
             "isError": failed,
             "_meta": {"acor/result": result_meta(result)}}
     if data:
         wire["structuredContent"] = structured(data[-1].data,
                                                protocol_version)
-    return utf8_safe(wire)
+    safe: Block = utf8_safe(wire)
+    return safe
 
 
-def utf8_safe(value):
+def utf8_safe(value: Any) -> Any:
     """``value`` with every lone surrogate (a JSON ``\\ud800`` escape in a
     tool's Output Data decodes to one) as U+FFFD: the wire is UTF-8, and
     one such character made the SDK fail the whole result. Walked only
@@ -72,7 +80,7 @@ def utf8_safe(value):
         return _replace_surrogates(value)
 
 
-def _replace_surrogates(value):
+def _replace_surrogates(value: Any) -> Any:
     if isinstance(value, str):
         return value.encode("utf-8", "surrogatepass").decode("utf-8",
                                                               "replace")
@@ -84,21 +92,23 @@ def _replace_surrogates(value):
     return value
 
 
-def result_meta(result) -> dict:
+def result_meta(result: RunResult) -> Block:
     """The run's outcome for the client application (not the model): the
     result line of ``acor --format json``."""
-    return clean_value(result.to_dict())
+    meta: Block = clean_value(result.to_dict())
+    return meta
 
 
-def unrun_meta(tool: str, exit_code: int, state: str, error_code=None,
-               session=None, **more) -> dict:
+def unrun_meta(tool: str, exit_code: int, state: str,
+               error_code: str | None = None, session: str | None = None,
+               **more: Any) -> Block:
     """``_meta["acor/result"]`` of a call that ran nothing: the same record
     as a run's."""
     return {**Result(exit_code, state, error_code, tool=tool,
                      session=session).to_dict(), **more}
 
 
-def text_only(reply: dict, exc: Exception) -> dict:
+def text_only(reply: Block, exc: Exception) -> Block:
     """``reply`` (a result the SDK refused as invalid) with its text blocks
     alone, and one saying what was left out and why."""
     kept = [block for block in reply.get("content", [])
@@ -114,7 +124,7 @@ def text_only(reply: dict, exc: Exception) -> dict:
             "_meta": reply.get("_meta") or {}}
 
 
-def structured(data, protocol_version: str):
+def structured(data: Any, protocol_version: str) -> Any:
     """``structuredContent``: an object before 2026-07-28, any value since."""
     if isinstance(data, dict) or protocol_version in MODERN_VERSIONS:
         return data
@@ -126,73 +136,73 @@ class _Content(EventHandler):
     new type cannot be left out unnoticed)."""
 
     def __init__(self, cwd: str, protocol_version: str,
-                 next_call: NextCall | None) -> None:
+                 served: ServedTools | None) -> None:
         self.cwd = cwd
         self.protocol_version = protocol_version
-        self.next_call = next_call
+        self.served = served
 
-    def on_output(self, event: Output) -> list[dict]:
+    def on_output(self, event: Output) -> list[Block]:
         return [tool_text(event.text)]
 
-    def on_text(self, event: Text) -> list[dict]:
+    def on_text(self, event: Text) -> list[Block]:
         if isinstance(event, Note):  # acor's own, what the budget left out
             return [acor_text("budget", event.text)]
         return [tool_text(event.text)] if event.text.strip() else []
 
-    def on_output_data(self, event: OutputData) -> list[dict]:
+    def on_output_data(self, event: OutputData) -> list[Block]:
         return [tool_text(data_text(event))]
 
-    def on_output_files(self, event: OutputFiles) -> list[dict]:
+    def on_output_files(self, event: OutputFiles) -> list[Block]:
         return files_blocks(event, self.cwd, self.protocol_version)
 
-    def on_ai_directive(self, event: AIDirective) -> list[dict]:
+    def on_ai_directive(self, event: AIDirective) -> list[Block]:
         return [acor_text("directive",
                           "AI Directive:\n" + _bullets(event.items))]
 
-    def on_suggestions(self, event: Suggestions) -> list[dict]:
+    def on_suggestions(self, event: Suggestions) -> list[Block]:
         label = f"Suggestions: {event.title}" if event.title else \
             "Suggestions"
         return [acor_text("suggestions",
                           f"{label}:\n" + _bullets(event.items))]
 
-    def on_error(self, event: Error) -> list[dict]:
-        return [acor_text("error", error_text(event, self.next_call))]
+    def on_error(self, event: Error) -> list[Block]:
+        return [acor_text("error", error_text(event, self.served))]
 
-    def on_input_needed(self, event: InputNeeded) -> list[dict]:
+    def on_input_needed(self, event: InputNeeded) -> list[Block]:
         return []  # the caller decides: ask, or input_needed_text
 
-    def on_unknown(self, event: Unknown) -> list[dict]:
+    def on_unknown(self, event: Unknown) -> list[Block]:
         return [tool_text(f"{event.heading}\n{event.body}".rstrip())]
 
-    def on_status(self, event: Status) -> list[dict]:
+    def on_status(self, event: Status) -> list[Block]:
         return []  # the final state is in _meta["acor/result"]
 
-    def on_progress(self, event: Progress) -> list[dict]:
+    def on_progress(self, event: Progress) -> list[Block]:
         return []  # sent as progress notifications while it ran
 
-    def on_heartbeat(self, event: Heartbeat) -> list[dict]:
+    def on_heartbeat(self, event: Heartbeat) -> list[Block]:
         return []  # likewise
 
-    def on_session(self, event: Session) -> list[dict]:
+    def on_session(self, event: Session) -> list[Block]:
         return []  # in _meta["acor/result"]["session"]
 
-    def on_checkpoint(self, event: Checkpoint) -> list[dict]:
+    def on_checkpoint(self, event: Checkpoint) -> list[Block]:
         return []  # what a resumed call starts from: the tool's to read
 
-    def on_stderr(self, event: Stderr) -> list[dict]:
+    def on_stderr(self, event: Stderr) -> list[Block]:
         return []  # the server's log (stderr), which clients keep
 
-    def on_result(self, event: Result) -> list[dict]:
+    def on_result(self, event: Result) -> list[Block]:
         return []  # _meta["acor/result"]
 
 
-def content_blocks(result, cwd: str,
+def content_blocks(result: RunResult, cwd: str,
                    protocol_version: str = MODERN_VERSIONS[0],
-                   next_call: NextCall | None = None) -> list[dict]:
+                   served: ServedTools | None = None) -> list[Block]:
     """Every content block of ``result``, files expanded in place."""
-    content = _Content(cwd, protocol_version, next_call)
-    blocks = []
-    for event in _text_joined(result.events):
+    content = _Content(cwd, protocol_version, served)
+    blocks: list[Block] = []
+    for event in _text_joined(result.events or []):
         try:
             blocks.extend(content.handle(event))
         except Exception as exc:
@@ -200,21 +210,23 @@ def content_blocks(result, cwd: str,
             # client: a section acor cannot turn into content is shown as
             # data, never a protocol error in place of the result.
             blocks.append(odd_block(event, exc))
-    if getattr(result, "session", None) and result.next and result.state in (
+    # A test's stand-in for a result may hold only its events.
+    session: str | None = getattr(result, "session", None)
+    if session and result.next and result.state in (
             "failed", "cancelled") and not any(
-            isinstance(e, Error) and e.next for e in result.events):
+            isinstance(e, Error) and e.next for e in result.events or []):
         # How a session run that did not complete resumes (the final
         # status says it elsewhere; here statuses are in _meta).
         blocks.append(acor_text("next", next_text(
-            "Next", result.next, next_call) + f"\nIt resumes session "
-            f"{strip_terminal(result.session)}."))
+            "Next", result.next, served) + f"\nIt resumes session "
+            f"{strip_terminal(session)}."))
     return blocks
 
 
 ODD_LIMIT = 2000  # characters of an odd section shown
 
 
-def odd_block(event: Event, exc: Exception) -> dict:
+def odd_block(event: Event, exc: Exception) -> Block:
     """A section acor could not turn into MCP content, as one labelled
     block of escaped, bounded text saying so."""
     try:
@@ -250,7 +262,7 @@ def _text_joined(events: list[Event]) -> list[Event]:
     return joined
 
 
-def text(value: str) -> dict:
+def text(value: str) -> Block:
     return {"type": "text", "text": value}
 
 
@@ -265,7 +277,7 @@ ACOR_LABELS = ("[acor", "ai directive", "suggestions", "error", "input needed",
 TOOL_PREFIX = "[tool output] "
 
 
-def acor_text(kind: str, value: str) -> dict:
+def acor_text(kind: str, value: str) -> Block:
     """A block acor itself wrote (a directive, suggestions, an error, what
     to ask or do next): marked in ``_meta["acor/block"]``. What it quotes
     of a tool is data: no escape sequence or control character passes."""
@@ -273,7 +285,7 @@ def acor_text(kind: str, value: str) -> dict:
             "_meta": {"acor/block": kind}}
 
 
-def tool_text(value: str) -> dict:
+def tool_text(value: str) -> Block:
     """A block of the tool's own text (Output, Output Data, text outside
     any section). Text that would begin like one of acor's blocks is
     labelled as the tool's, so that no raw line passes for acor's."""
@@ -290,18 +302,18 @@ def data_text(event: OutputData) -> str:
         json.dumps(event.data, ensure_ascii=False)
 
 
-def _bullets(items) -> str:
+def _bullets(items: list[str]) -> str:
     return "\n".join(f"- {item}" for item in items)
 
 
-def error_text(error: Error, next_call: NextCall | None = None) -> str:
+def error_text(error: Error, served: ServedTools | None = None) -> str:
     lines = [f"Error {error.code}: {error.title}"]
     if error.details:
         lines.append(error.details)
     if error.recovery:
         lines.append(f"Recovery: {error.recovery}")
     if error.next:
-        lines.append(next_text("Next", error.next, next_call))
+        lines.append(next_text("Next", error.next, served))
     return "\n".join(lines)
 
 
@@ -311,7 +323,7 @@ RESOURCE_LINK_SINCE = "2025-06-18"
 
 
 def files_blocks(event: OutputFiles, cwd: str,
-                 protocol_version: str = MODERN_VERSIONS[0]) -> list[dict]:
+                 protocol_version: str = MODERN_VERSIONS[0]) -> list[Block]:
     """Resource links for the files a tool wrote (text naming each file,
     for a session that negotiated a version without resource links); a
     missing one as text."""
@@ -360,7 +372,7 @@ def _file_uri(path: str) -> str | None:
         return None
 
 
-def _link_text(link: dict) -> str:
+def _link_text(link: Block) -> str:
     """A resource link as one text block, for older clients."""
     meta = link.get("_meta") or {}
     facts = [f"{link['size']} bytes"] if "size" in link else []
@@ -380,12 +392,11 @@ def _link_text(link: dict) -> str:
 
 
 def _mime_type(path: str) -> str | None:
-    import mimetypes  # only when a tool reports files
     return mimetypes.guess_type(path)[0]
 
 
-def usage_result(tool: str, error) -> dict:
-    """Arguments that do not fit the tool (a :class:`cli.errors.UsageError`
+def usage_result(tool: str, error: UsageError) -> Block:
+    """Arguments that do not fit the tool (a :class:`acor.cli.errors.UsageError`
     from ``acor call``'s conversion): every problem listed, nothing run."""
     # Line feeds only: splitlines() would also cut at U+2028, U+0085, ...
     # inside a value the client sent, making a line of it look like one of
@@ -401,11 +412,12 @@ def usage_result(tool: str, error) -> dict:
                                                 problems=problems)}}
 
 
-def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,
+def input_needed_text(tool: str, needed: InputNeeded,
+                      arguments: dict[str, Any] | None,
                       reason: str | None = None, *, person: bool = False,
                       command: list[str] | None = None,
                       out_of_band: bool = False,
-                      next_call: NextCall | None = None) -> str:
+                      served: ServedTools | None = None) -> str:
     """What the tool needs, from whom, and the exact call to make next.
     ``arguments`` is None for a tool without an args schema (the launcher's
     ``next`` command is given instead). A question only a person may
@@ -437,11 +449,11 @@ def input_needed_text(tool: str, needed: InputNeeded, arguments: dict | None,
         lines.append("Next call (replace each <placeholder> with the "
                      "answer): " + json.dumps(call, ensure_ascii=False))
     elif needed.next:
-        lines.append(next_text("Next", needed.next, next_call))
+        lines.append(next_text("Next", needed.next, served))
     return "\n".join(lines)
 
 
-def _field_text(prop: dict) -> str:
+def _field_text(prop: dict[str, Any]) -> str:
     parts = [prop.get("type", "string")]
     if prop.get("enum"):
         parts.append("one of " + ", ".join(map(str, prop["enum"])))

@@ -14,6 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from acor.cli.discovery.registry import Registry
+from acor.cli.discovery.spec import ToolSpec
+
 # Tool names MCP clients accept (SEP-986, as the SDK validates them).
 MCP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
 ARGV_SCHEMA = {"type": "object",
@@ -39,20 +42,22 @@ class UnknownTools(Exception):
 class Catalog:
     """The served tools: discovery, the ``--tools`` filter, MCP naming.
 
-    ``load`` returns a fresh :class:`cli.discover.Registry` (the warm,
-    stat-validated cache makes that cheap); ``only`` is the ``--tools``
-    set, or None for every tool.
+    ``load`` returns a fresh :class:`acor.cli.discovery.registry.Registry`
+    (the warm, stat-validated cache makes that cheap); ``only`` is the
+    ``--tools`` set, or None for every tool.
     """
 
-    def __init__(self, load: Callable[[], Any], only: set[str] | None = None,
+    def __init__(self, load: Callable[[], Registry],
+                 only: set[str] | None = None,
                  log: TextIO | None = None) -> None:
         self._load = load
         self.only = only
         self._log = log if log is not None else sys.stderr
         self._reported: set[str] = set()
-        self._built: dict[str, tuple] = {}  # name -> (depends on, tool)
+        # name -> (what it depends on, the tool)
+        self._built: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
 
-    def registry(self):
+    def registry(self) -> Registry:
         """The current registry; reports what cannot be served."""
         registry = self._load()
         for skipped in registry.skipped:
@@ -61,7 +66,7 @@ class Catalog:
                          f"{skipped.reason} ({skipped.recovery})")
         return registry
 
-    def check_only(self, registry) -> None:
+    def check_only(self, registry: Registry) -> None:
         """Raise :class:`UnknownTools` when ``--tools`` names a tool that
         does not exist (a typo would otherwise hide a tool silently)."""
         if self.only is None:
@@ -70,7 +75,7 @@ class Catalog:
         if missing:
             raise UnknownTools(missing, sorted(registry.tools))
 
-    def served(self, registry) -> list:
+    def served(self, registry: Registry) -> list[ToolSpec]:
         """The ToolSpecs served, in discovery order."""
         specs = []
         for name, spec in registry.tools.items():
@@ -84,20 +89,21 @@ class Catalog:
             specs.append(spec)
         return specs
 
-    def get(self, registry, name: str):
+    def get(self, registry: Registry, name: str) -> ToolSpec | None:
         """The served ToolSpec called ``name``, or None."""
-        spec = registry.get(name)
-        if spec is None or (self.only is not None and name not in self.only) \
-                or not MCP_NAME.fullmatch(name):
-            return None
-        return spec
+        return self.served_tools(registry).get(name)
 
-    def listing(self) -> list[dict]:
+    def served_tools(self, registry: Registry) -> "ServedTools":
+        """The tools served from ``registry``, by name."""
+        return ServedTools(registry, self.only)
+
+    def listing(self) -> list[dict[str, Any]]:
         """``tools/list``: one MCP tool (wire form) per served tool.
 
         Each tool is built again only when its manifest changed: comparing
         a few values costs far less than rebuilding 1,000 schemas."""
-        built, tools = {}, []
+        built: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        tools = []
         registry = self.registry()
         for spec in self.served(registry):
             budget = output_budget(spec, registry.config)
@@ -117,7 +123,7 @@ class Catalog:
             print(f"acor mcp: {message}", file=self._log, flush=True)
 
 
-def output_budget(spec, config) -> int:
+def output_budget(spec: ToolSpec, config: Any) -> int:
     """The bytes of a call's output a result shows: the manifest's
     ``max_output``, else the config's, else the default; 0: no limit."""
     from acor.cli.output.budget import DEFAULT_MAX_OUTPUT
@@ -135,7 +141,25 @@ RESULT_SIZE_META = "anthropic/maxResultSizeChars"
 RESULT_FRAME_CHARS = 8192
 
 
-def mcp_tool(spec, budget: int | None = None) -> dict:
+class ServedTools:
+    """The tools a catalog serves from one registry, looked up by name: what
+    a result's next command may call (:mod:`acor.cli.mcp.nextcall`)."""
+
+    def __init__(self, registry: Registry, only: set[str] | None) -> None:
+        self._registry = registry
+        self._only = only
+
+    def get(self, name: str) -> ToolSpec | None:
+        """The served ToolSpec called ``name``, or None."""
+        spec: ToolSpec | None = self._registry.get(name)
+        if spec is None or (self._only is not None and
+                            name not in self._only) \
+                or not MCP_NAME.fullmatch(name):
+            return None
+        return spec
+
+
+def mcp_tool(spec: ToolSpec, budget: int | None = None) -> dict[str, Any]:
     """A ToolSpec as an MCP ``Tool``, in its JSON form; ``budget``, its
     output budget in bytes, is told to hosts that read one."""
     public = spec.args_public  # None for a free-argv tool
@@ -154,14 +178,15 @@ def mcp_tool(spec, budget: int | None = None) -> dict:
     return tool
 
 
-def tool_args(spec) -> dict | None:
+def tool_args(spec: ToolSpec) -> dict[str, Any] | None:
     """The manifest's ``args`` schema, or None for a free-argv tool."""
     return spec.args_schema or None
 
 
-def input_schema(public: dict | None) -> dict:
+def input_schema(public: dict[str, Any] | None) -> dict[str, Any]:
     """What a client validates its arguments against: the tool's public
-    args schema (see :class:`cli.spec.ToolSpec`), else an argv."""
+    args schema (see :class:`acor.cli.discovery.spec.ToolSpec`), else an
+    argv."""
     if public is None:
         return ARGV_SCHEMA
     schema = dict(public)
@@ -169,7 +194,7 @@ def input_schema(public: dict | None) -> dict:
     return schema
 
 
-def tool_annotations(spec) -> dict:
+def tool_annotations(spec: ToolSpec) -> dict[str, Any]:
     """The manifest's behaviour hints, as MCP ``ToolAnnotations``."""
     hints = spec.annotations or {}
     return {key: hints[key] for key in ANNOTATION_KEYS if key in hints}

@@ -26,10 +26,9 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from acor.cli.mcp import boot as mcp_boot
-
-from acor.cli.mcp import server as mcp_server
-from acor.cli.mcp.app import build_server
+from acor.cli.mcp import handshake, start as mcp_start, stdio as mcp_stdio
+from acor.cli.mcp import versions
+from acor.cli.mcp.server import build_server
 from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.tools import Catalog
 from acor.events import (AIDirective, Error, Heartbeat, Output,
@@ -460,8 +459,8 @@ async def test_a_replayed_or_expired_answer_is_refused_with_invalid_params(
             await client.session.call_tool("greet", {"name": "Ada"}, **again)
         second = await client.session.call_tool(
             "greet", {"name": "Ada"}, allow_input_required=True)
-        import acor.cli.mcp.calls as calls
-        monkeypatch.setattr(calls.time, "time", lambda: 1e12)
+        import acor.cli.mcp.retry as retry
+        monkeypatch.setattr(retry.time, "time", lambda: 1e12)
         with pytest.raises(MCPError, match="expired") as expired:
             await client.session.call_tool(
                 "greet", {"name": "Ada"}, input_responses=answers,
@@ -611,16 +610,16 @@ DISCOVER = {"jsonrpc": "2.0", "id": "d", "method": "server/discover",
     _initialize("2025-11-25"), _initialize("2099-01-01"), DISCOVER],
     ids=["2024-11-05", "2025-06-18", "2025-11-25", "unknown", "discover"])
 def test_the_early_answer_is_the_sdks_own(request_):
-    request_id, early = mcp_boot.early_answer(json.dumps(request_).encode())
+    request_id, early = handshake.early_answer(json.dumps(request_).encode())
     assert early is not None
     (sdk,) = _sdk_answers([request_])
     assert request_id == sdk["id"] and early == sdk["result"]
 
 
-def test_the_boot_knows_the_sdks_protocol_versions():
+def test_the_first_answer_knows_the_sdks_protocol_versions():
     from mcp_types import version
-    assert mcp_boot.HANDSHAKE_VERSIONS == version.HANDSHAKE_PROTOCOL_VERSIONS
-    assert mcp_boot.MODERN_VERSIONS == version.MODERN_PROTOCOL_VERSIONS
+    assert versions.HANDSHAKE_VERSIONS == version.HANDSHAKE_PROTOCOL_VERSIONS
+    assert versions.MODERN_VERSIONS == version.MODERN_PROTOCOL_VERSIONS
 
 
 @pytest.mark.parametrize("line", [
@@ -629,11 +628,11 @@ def test_the_boot_knows_the_sdks_protocol_versions():
     json.dumps(_initialize(None)).encode(),
     json.dumps({**DISCOVER, "params": {"_meta": {}}}).encode()])
 def test_anything_unusual_is_left_to_the_sdk(line):
-    assert mcp_boot.early_answer(line) == (None, None)
+    assert handshake.early_answer(line) == (None, None)
 
 
 def test_stdout_belongs_to_json_rpc_once_claimed(tmp_path):
-    code = ("import os; from acor.cli.mcp.boot import Wire; w = Wire.claim();"
+    code = ("import os; from acor.cli.mcp.stdio import Wire; w = Wire.claim();"
             "print('stray print'); os.write(1, b'stray write\\n');"
             "w.write(b'{\"jsonrpc\": \"2.0\"}\\n')")
     # Not from the checkout: its acor/ would shadow the installed package.
@@ -650,10 +649,10 @@ def test_stdout_belongs_to_json_rpc_once_claimed(tmp_path):
     ("mcp_types", "needs MCP SDK 2.3 or later")])
 def test_without_the_extra_a_clear_error_and_exit_2(monkeypatch, capsys,
                                                     missing, says):
-    real = mcp_server.find_spec
-    monkeypatch.setattr(mcp_server, "find_spec",
+    real = mcp_start.find_spec
+    monkeypatch.setattr(mcp_start, "find_spec",
                         lambda name: None if name == missing else real(name))
-    assert mcp_server.serve(None, None) == 2
+    assert mcp_stdio.serve(None, None) == 2
     err = capsys.readouterr()
     assert says in err.err and "E_MCP_MISSING" in err.err
     assert err.out == ""
@@ -665,8 +664,8 @@ def test_without_the_extra_a_clear_error_and_exit_2(monkeypatch, capsys,
     (None, "inf", "at most 604800"), (None, "soon", "--timeout must be")])
 def test_bad_options_are_refused(tools, timeout, message):
     with pytest.raises(ValueError, match=message):
-        mcp_server.parse_options(tools, timeout)
-    assert mcp_server.parse_options("a, b", "2.5") == ({"a", "b"}, 2.5)
+        mcp_start.parse_options(tools, timeout)
+    assert mcp_start.parse_options("a, b", "2.5") == ({"a", "b"}, 2.5)
 
 
 # --- end to end: real tools, the real runner ------------------------------

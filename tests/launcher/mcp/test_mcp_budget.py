@@ -130,7 +130,7 @@ def test_the_server_stays_bounded_relaying_200_mb(flood_project):
 async def test_large_data_is_a_summary_in_structured_content(flood_project,
                                                              mode):
     from acor.cli.discovery.registry import load_registry
-    from acor.cli.mcp.app import build_server
+    from acor.cli.mcp.server import build_server
     from acor.cli.mcp.tools import Catalog
     server = build_server(Catalog(lambda: load_registry(
         cwd=str(flood_project.root))))

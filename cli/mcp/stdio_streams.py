@@ -1,11 +1,10 @@
-"""The MCP server: the SDK's low-level ``Server`` with acor's handlers,
-served over the wire :mod:`cli.mcp_boot` claimed.
+"""The SDK's server over the stdio wire :mod:`acor.cli.mcp.stdio` claimed.
 
-This module imports the SDK (about 0.9 s), so ``acor mcp`` imports it in a
-background thread while the boot answers the client's opening request. The
-opening request is replayed to the SDK first and the SDK's answer to it is
-dropped (the client already has the boot's); everything else passes
-through. The transport is the SDK's stdio transport restated for a
+This module imports the SDK (about 0.9 s), so the stdio transport imports
+it in a background thread while it answers the client's opening request.
+The opening request is replayed to the SDK first and the SDK's answer to
+it is dropped (the client already has the first answer); everything else
+passes through. The streams are the SDK's stdio transport restated for a
 claimed pair of descriptors: one daemon thread reads lines (a read blocked
 on a silent client must never keep the process alive), writes go through
 worker threads (a slow reader must never block the event loop).
@@ -16,72 +15,48 @@ import json
 import signal
 import sys
 import threading
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
+from anyio.streams.memory import (MemoryObjectReceiveStream,
+                                  MemoryObjectSendStream)
 from mcp.server.lowlevel import Server
-from mcp.server.request_state import RequestStateBoundary
 from mcp.shared.message import SessionMessage
 
-from acor import __version__, exitcodes
+from acor import exitcodes
 
-from acor.cli.mcp.boot import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE,
-                               Opening, Wire)
-from acor.cli.mcp.calls import CallHandler, protocol_error
-from acor.cli.mcp.keys import request_state_security
-from acor.cli.mcp.versions import MODERN_VERSIONS
+from acor.cli.mcp.handshake import Opening
+from acor.cli.mcp.server import build_server
+from acor.cli.mcp.tools import Catalog
+from acor.cli.run.warm import WarmStarter
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 
-
-def build_server(catalog, run=None, *, timeout: float | None = None,
-                 warm=None, key: str | None = None) -> Server:
-    """The server for ``catalog`` (a :class:`cli.mcp_tools.Catalog`).
-    ``run`` defaults to the runner's, with ``warm`` (a
-    :class:`acor.cli.run.warm.WarmStarter`) starting Python tools; tests
-    pass their own. ``key``: ``ACOR_MCP_KEY`` as the server took it (None:
-    a key of this process's own)."""
-    if run is None:
-        from functools import partial
-
-        from acor.cli.run.launch import run as launch_run
-        run = partial(launch_run, warm=warm)
-
-    async def list_tools(ctx, params) -> dict:
-        # Discovery stats files: off the event loop, like every run. A plain
-        # dict: the SDK validates the result once, for the client's version.
-        try:
-            tools = await anyio.to_thread.run_sync(catalog.listing)
-        except Exception as exc:
-            raise protocol_error(exc, "the tools listing") from None
-        listing = {"tools": tools}
-        if ctx.protocol_version in MODERN_VERSIONS:
-            # Required at 2026-07-28; 0 and private: re-list freely, never
-            # share one user's listing with another.
-            listing.update(resultType="complete", ttlMs=0,
-                           cacheScope="private")
-        return listing
-
-    # list_tools returns the listing as a dict, which the SDK validates once
-    # for the client's version (typed, it would be built twice).
-    server = Server(SERVER_NAME, version=__version__, title=SERVER_TITLE,
-                    instructions=INSTRUCTIONS,
-                    on_list_tools=list_tools,  # type: ignore[arg-type]
-                    on_call_tool=CallHandler(catalog, run, timeout=timeout))
-    # requestState leaves sealed (AES-GCM under a key of this process, or
-    # ACOR_MCP_KEY's, shared by replicas) and comes back verified and bound
-    # to the same tool and arguments.
-    server.middleware.append(RequestStateBoundary(
-        request_state_security(key), default_audience=server.name))
-    return server
+Inbound = SessionMessage | Exception
+Outbound = SessionMessage
 
 
-def serve_stdio(server: Server, wire: Wire, opening: Opening) -> int:
-    """Serve until the client closes stdin (0) or a signal stops us (130).
-    Either way every running tool is stopped first."""
+class Lines(Protocol):
+    """What the streams need of the wire (:class:`acor.cli.mcp.stdio.Wire`):
+    a line at a time in, whole messages out."""
+
+    def read_line(self) -> bytes | None: ...
+
+    def try_write(self, data: bytes) -> bool: ...
+
+    def write(self, data: bytes) -> None: ...
+
+
+def serve_stdio(catalog: Catalog, wire: Lines, opening: Opening, *,
+                timeout: float | None, warm: WarmStarter | None,
+                key: str | None) -> int:
+    """Serve ``catalog`` until the client closes stdin (0) or a signal
+    stops us (130). Either way every running tool is stopped first."""
+    server = build_server(catalog, timeout=timeout, warm=warm, key=key)
     # The SDK's modules are most of the heap and live as long as we do: out
     # of the collector's sight, a full collection no longer walks them (it
     # cost 40 ms in the middle of a 1,000-tool listing).
@@ -89,9 +64,10 @@ def serve_stdio(server: Server, wire: Wire, opening: Opening) -> int:
     return anyio.run(_serve, server, wire, opening)
 
 
-async def _serve(server: Server, wire: Wire, opening: Opening) -> int:
-    inbound_send, inbound = anyio.create_memory_object_stream[Any](16)
-    outbound, outbound_receive = anyio.create_memory_object_stream[Any](16)
+async def _serve(server: Server[Any], wire: Lines, opening: Opening) -> int:
+    inbound_send, inbound = anyio.create_memory_object_stream[Inbound](16)
+    outbound, outbound_receive = \
+        anyio.create_memory_object_stream[Outbound](16)
     reader = threading.Thread(
         target=_read_lines, name="acor-mcp-reader", daemon=True,
         args=(wire, opening, inbound_send, anyio.lowlevel.current_token()))
@@ -112,10 +88,12 @@ async def _serve(server: Server, wire: Wire, opening: Opening) -> int:
     return exitcodes.CANCELLED if signalled else exitcodes.OK
 
 
-def _read_lines(wire, opening, send, token) -> None:
+def _read_lines(wire: Lines, opening: Opening,
+                send: MemoryObjectSendStream[Inbound],
+                token: anyio.lowlevel.EventLoopToken) -> None:
     """The reader thread: the opening line again, then stdin, as parsed
     messages (or the parse error, which the SDK answers)."""
-    line = opening.line
+    line: bytes | None = opening.line
     try:
         while line is not None:
             if line.strip():
@@ -156,13 +134,13 @@ def _not_a_message(line: bytes) -> bytes | None:
     return None
 
 
-def _error_line(ident, code: int, message: str) -> bytes:
+def _error_line(ident: int | str | None, code: int, message: str) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": ident,
                        "error": {"code": code, "message": message}},
                       separators=(",", ":")).encode() + b"\n"
 
 
-def _parse(line: bytes):
+def _parse(line: bytes) -> Inbound:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(
             line, by_name=False))
@@ -170,7 +148,9 @@ def _parse(line: bytes):
         return exc
 
 
-async def _write_lines(wire, opening, receive, serving) -> None:
+async def _write_lines(wire: Lines, opening: Opening,
+                       receive: MemoryObjectReceiveStream[Outbound],
+                       serving: anyio.CancelScope) -> None:
     """Every message the server sends, one JSON line each; the SDK's
     answer to the replayed opening request is checked and dropped."""
     pending_drop = opening.answer is not None
@@ -197,11 +177,14 @@ async def _write_lines(wire, opening, receive, serving) -> None:
                 return
 
 
-def _check_early_answer(message, opening) -> None:
-    """The SDK's own answer to the opening request must be the one the
-    boot sent; say so on stderr if it is not (an SDK upgrade changed it)."""
+def _check_early_answer(
+        message: types.JSONRPCResponse | types.JSONRPCError,
+        opening: Opening) -> None:
+    """The SDK's own answer to the opening request must be the first
+    answer sent; say so on stderr if it is not (an SDK upgrade changed
+    it)."""
     if isinstance(message, types.JSONRPCError):
-        print(f"acor mcp: the SDK refused the opening request the boot "
+        print(f"acor mcp: the SDK refused the opening request acor "
               f"answered: {message.error.message}", file=sys.stderr,
               flush=True)
         return
@@ -213,7 +196,8 @@ def _check_early_answer(message, opening) -> None:
               f"{json.dumps(sdk_answer)}", file=sys.stderr, flush=True)
 
 
-async def _stop_on_signal(serving, signalled) -> None:
+async def _stop_on_signal(serving: anyio.CancelScope,
+                          signalled: list[int]) -> None:
     """A signal cancels every request, so every running tool is stopped;
     further signals are absorbed until that is done (the runner bounds it:
     TERM, grace, KILL), so no tool outlives the server."""
