@@ -7,9 +7,9 @@ importing the SDK alone takes about 0.9 s here. So the stdio transport
 from here, in the standard library alone: ``initialize`` (protocol
 versions up to 2025-11-25) or ``server/discover`` (2026-07-28), exactly as
 the SDK's server built by :mod:`acor.cli.mcp.server` would (the stdio
-transport compares the two; ``tests/launcher/mcp/test_mcp.py`` holds them equal).
-Anything else, or a version this module does not know, is left for the
-SDK to answer.
+transport compares the two; ``tests/launcher/mcp/test_mcp.py`` holds them
+equal). Anything else, or a version this module does not know, is left for
+the SDK to answer.
 """
 
 import json
