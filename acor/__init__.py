@@ -15,7 +15,7 @@ what it touches: ``from acor import AcorTool`` loads the tool and no more.
 # A new public name takes three lines, side by side below: its name in
 # __all__, where it lives in _LAZY, and its import in the TYPE_CHECKING
 # block (for type checkers; the interpreter loads it on first use).
-# tests/test_import.py checks that every name in __all__ resolves.
+# tests/library/test_import_cost.py checks that every name in __all__ resolves.
 __all__ = [
     "AcorError",
     "AcorStateError",
