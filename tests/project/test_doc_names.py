@@ -151,3 +151,17 @@ def test_the_check_finds_a_name_that_is_gone():
     assert not resolves("acor.cli.run.launch.no_such_function")
     assert cited(":mod:`.launch` and `cli.manifest`", "acor.cli.run") == {
         "acor.cli.run.launch", "cli.manifest"}
+
+
+TEST_PATH = re.compile(r"\btests/[\w/]+\.py\b")
+
+
+def test_every_test_file_the_docs_or_code_name_exists():
+    # Tests move with the code they hold; a doc that points at the old
+    # place sends a reader nowhere.
+    texts = [*DOCS, *MODULES.values(), REPO / "Makefile"]
+    missing = sorted({f"{path.relative_to(REPO)}: {name}"
+                      for path in texts
+                      for name in TEST_PATH.findall(path.read_text())
+                      if not (REPO / name).is_file()})
+    assert not missing, "test files that exist nowhere:\n" + "\n".join(missing)
