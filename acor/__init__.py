@@ -18,7 +18,10 @@ __all__ = [
     "AcorError",
     "AcorStateError",
     "AcorTool",
+    "Arg",
+    "Human",
     "Parser",
+    "Secret",
     "ToolState",
     "__version__",
     "args",
@@ -28,12 +31,17 @@ __all__ = [
     "grammar",
     "parse",
     "render",
+    "tool",
 ]
 
 # Where each lazy name lives: (module, attribute or None for the module).
 _LAZY = {
     "AcorTool": ("tool", "AcorTool"),
     "ToolState": ("toolstate", "ToolState"),
+    "tool": ("functions", "tool"),
+    "Arg": ("functions", "Arg"),
+    "Human": ("functions", "Human"),
+    "Secret": ("functions", "Secret"),
     "AcorError": ("errors", "AcorError"),
     "AcorStateError": ("errors", "AcorStateError"),
     "parse": ("grammar", "parse"),
@@ -52,6 +60,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from . import args, events, exitcodes, framing, grammar
     from .errors import AcorError, AcorStateError
+    from .functions import Arg, Human, Secret, tool
     from .grammar import Parser, parse, render
     from .tool import AcorTool
     from .toolstate import ToolState

@@ -1,0 +1,172 @@
+"""Run one function tool: ``python -u function_entry.py FILE FUNCTION PLAN``.
+
+The launcher runs this script for a tool that discovery found as a
+``@tool`` function (:mod:`acor.cli.discovery.functions`): FILE is the
+tool's source, FUNCTION its name in it, PLAN a JSON object discovery wrote
+from the signature, so that nothing here reads annotations again::
+
+    {"name": "stats", "version": "1.0.0",
+     "params": [{"param": "n", "prop": "n"},
+                {"param": "acor", "inject": true},
+                {"param": "color", "prop": "no_color", "negate": true},
+                {"param": "mode", "prop": "mode", "enum": "Mode"},
+                {"param": "ok", "prop": "ok", "human": "boolean",
+                 "ask": {"type": "boolean", "description": "..."}}]}
+
+The arguments come checked from the launcher as JSON (``ACOR_ARGS``, or
+the file ``ACOR_ARGS_FILE`` names); what a person gave, on its own channel
+(:mod:`acor.human`). The module is imported inside the run, so an import
+error ends it Failed with an Error and a code, as an exception of the
+function does; the return value is the Output (a string) or the Output
+Data (anything else; a dataclass as its fields; None writes nothing).
+"""
+
+import os
+import sys
+
+if __name__ == "__main__":
+    # Python put this file's folder first on the path: the tool's module
+    # imports its neighbours, as a class tool's entry does.
+    sys.path[0] = os.path.dirname(os.path.abspath(sys.argv[1]))
+
+from acor import AcorTool  # noqa: E402 (after the path is the tool's)
+
+TYPE_CHECKING = False  # typing costs every run: only mypy reads it
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+_ARGS_VAR, _ARGS_FILE_VAR = "ACOR_ARGS", "ACOR_ARGS_FILE"
+_HUMAN_TYPES = {"boolean": lambda t: t == "true", "integer": int,
+                "number": float, "string": str}
+
+
+def main(argv: "list[str]") -> None:
+    """Run the function ``argv[1]`` of file ``argv[0]`` by plan
+    ``argv[2]`` (the launcher's arguments after the script)."""
+    import json  # the plan and the arguments are JSON
+    path, function_name, plan = argv[0], argv[1], json.loads(argv[2])
+    with AcorTool(plan["name"], plan["version"]) as acor:
+        values = _arguments(json)
+        module = _load(path)
+        function = getattr(module, function_name)
+        positional, keywords = _call_arguments(plan, values, module, acor)
+        result = function(*positional, **keywords)
+        if hasattr(result, "__await__"):  # an async def
+            import asyncio
+            result = asyncio.run(_awaited(result))
+        _write(acor, result)
+
+
+async def _awaited(awaitable: "Any") -> "Any":
+    return await awaitable
+
+
+def _arguments(json: "ModuleType") -> "dict[str, Any]":
+    """The checked values the launcher passed ({} run by hand)."""
+    text = os.environ.pop(_ARGS_VAR, None)
+    path = os.environ.pop(_ARGS_FILE_VAR, None)
+    if text is None and path is not None:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    values = json.loads(text) if text else {}
+    return values if isinstance(values, dict) else {}
+
+
+def _load(path: str) -> "ModuleType":
+    """The tool's module, imported now, under a name of its own (a file
+    named ``json.py`` must not replace the standard ``json``)."""
+    import types
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = "acor_tool_" + "".join(c if c.isalnum() else "_" for c in stem)
+    module = types.ModuleType(name)
+    module.__file__ = path
+    sys.modules[name] = module  # dataclasses and pickling look it up
+    with open(path, "rb") as f:
+        source = f.read()
+    exec(compile(source, path, "exec"), module.__dict__)
+    return module
+
+
+def _call_arguments(plan: "dict[str, Any]", values: "dict[str, Any]",
+                    module: "ModuleType", acor: AcorTool
+                    ) -> "tuple[list[Any], dict[str, Any]]":
+    """The function's arguments: the injected tool, each value made the
+    parameter's type, what a person gave; a parameter nobody gave keeps
+    its default. A human-only argument without a default that no person
+    gave is asked for (the run ends Input Needed)."""
+    from acor import human
+    given = human.take()
+    keywords: "dict[str, Any]" = {}
+    asked: "dict[str, Any]" = {}
+    for entry in plan["params"]:
+        param = entry["param"]
+        if entry.get("inject"):
+            keywords[param] = acor
+        elif "human" in entry:
+            text = given.get(entry["prop"])
+            if text is not None:
+                keywords[param] = _HUMAN_TYPES[entry["human"]](text)
+            elif "ask" in entry:
+                asked[entry["prop"]] = entry["ask"]
+        else:
+            value = values.get(entry["prop"])
+            if value is not None:
+                keywords[param] = _typed(entry, value, module, acor)
+    if asked:
+        acor.input_needed(f"{plan['name']} needs what only a person may "
+                          f"give: {', '.join(asked)}", fields=asked,
+                          audience="human")
+    return [], keywords
+
+
+def _typed(entry: "dict[str, Any]", value: "Any", module: "ModuleType",
+           acor: AcorTool) -> "Any":
+    """``value`` (JSON) as the parameter takes it."""
+    if entry.get("negate"):
+        return not value
+    pattern = entry.get("pattern")
+    if pattern is not None:
+        import re
+        for item in value if isinstance(value, list) else [value]:
+            if re.fullmatch(pattern, item) is None:
+                acor.fail("E_USAGE", f"argument {entry['prop']}: {item!r} "
+                          f"does not match the pattern {pattern!r}",
+                          recovery="Give a value that matches it in full.",
+                          next=acor.command("--help"))
+    if "enum" in entry:
+        kind = getattr(module, entry["enum"])
+        return [kind(v) for v in value] if isinstance(value, list) \
+            else kind(value)
+    return value
+
+
+def _write(acor: AcorTool, result: "Any") -> None:
+    """The return value as the run's Output or Output Data."""
+    if result is None:
+        return
+    if isinstance(result, str):
+        acor.output(result)
+        return
+    if hasattr(type(result), "__dataclass_fields__"):
+        import dataclasses
+        result = dataclasses.asdict(result)
+    acor.output(_plain(result))
+
+
+def _plain(value: "Any") -> "Any":
+    """``value`` with every enum member as its value (JSON has none)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    member = getattr(value, "_value_", None)
+    if member is not None and not isinstance(value, (int, float, str)):
+        return member
+    if hasattr(value, "_value_"):  # an IntEnum or StrEnum member
+        return value._value_
+    return value
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:4])
