@@ -10,6 +10,7 @@ from the signature, so that nothing here reads annotations again::
                 {"param": "acor", "inject": true},
                 {"param": "color", "prop": "no_color", "negate": true},
                 {"param": "mode", "prop": "mode", "enum": "Mode"},
+                {"param": "tags", "prop": "tags", "unset_if_empty": true},
                 {"param": "ok", "prop": "ok", "human": "boolean",
                  "ask": {"type": "boolean", "description": "..."}}]}
 
@@ -111,6 +112,8 @@ def _call_arguments(plan: "dict[str, Any]", values: "dict[str, Any]",
                 asked[entry["prop"]] = entry["ask"]
         else:
             value = values.get(entry["prop"])
+            if value == [] and entry.get("unset_if_empty"):
+                continue  # no flag given: the parameter's default
             if value is not None:
                 keywords[param] = _typed(entry, value, module, acor)
     if asked:

@@ -207,8 +207,9 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
     schema, plan = _Signature(module, node, arg_help).build()
     data: dict[str, Any] = {"name": node.name, "entry": ENTRY,
                             "description": description, **options}
-    if schema["properties"]:
-        data["args"] = schema
+    # Even with no property: then acor parses the command line (--help,
+    # or an argument the function does not take) before the tool runs.
+    data["args"] = schema
     if not data.get("description"):
         raise Refused("it has no docstring to describe it",
                       f'Start {node.name}() with a docstring: """What it '
@@ -232,7 +233,10 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
         stdin=values.get("stdin", False), examples=values.get("examples"),
         annotations=values.get("annotations"), origin=origin,
         warm=values.get("warm", True), sandbox=values.get("sandbox"),
-        output_schema=_output_schema(module, node.returns))
+        # A person's question ends a call with no structured content, which
+        # the SDK's client refuses from a tool that declares an outputSchema.
+        output_schema=None if any("human" in p for p in plan)
+        else _output_schema(module, node.returns))
 
 
 def _options(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef
@@ -393,6 +397,7 @@ class _Signature:
         prop["x-acor"] = {"flag": flag}
         if kind.array:
             prop["x-acor"]["repeat"] = True
+            entry["unset_if_empty"] = True  # argparse's [] for "not given"
         if kind.metavar:
             prop["x-acor"]["metavar"] = kind.metavar
         if kind.hidden:

@@ -100,7 +100,7 @@ class Catalog:
         built, tools = {}, []
         for spec in self.served(self.registry()):
             key = (spec.description, spec.usage, spec.args_public,
-                   spec.annotations)
+                   spec.annotations, spec.output_schema)
             entry = self._built.get(spec.name)
             if entry is None or entry[0] != key:
                 entry = (key, mcp_tool(spec))
@@ -128,6 +128,8 @@ def mcp_tool(spec) -> dict:
     annotations = tool_annotations(spec)
     if annotations:
         tool["annotations"] = annotations
+    if spec.output_schema:  # a function tool's return annotation
+        tool["outputSchema"] = spec.output_schema
     return tool
 
 
