@@ -35,11 +35,12 @@ from acor import AcorTool  # noqa: E402 (after the path is the tool's)
 TYPE_CHECKING = False  # typing costs every run: only mypy reads it
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import Any
+    from typing import Any, Callable
 
 _ARGS_VAR, _ARGS_FILE_VAR = "ACOR_ARGS", "ACOR_ARGS_FILE"
-_HUMAN_TYPES = {"boolean": lambda t: t == "true", "integer": int,
-                "number": float, "string": str}
+_HUMAN_TYPES: "dict[str, Callable[[str], Any]]" = {
+    "boolean": lambda text: text == "true", "integer": int, "number": float,
+    "string": str}
 
 
 def main(argv: "list[str]") -> None:
@@ -163,11 +164,8 @@ def _plain(value: "Any") -> "Any":
         return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v) for v in value]
-    member = getattr(value, "_value_", None)
-    if member is not None and not isinstance(value, (int, float, str)):
-        return member
-    if hasattr(value, "_value_"):  # an IntEnum or StrEnum member
-        return value._value_
+    if hasattr(type(value), "__members__") and hasattr(value, "_value_"):
+        return value._value_  # an enum member (IntEnum and StrEnum too)
     return value
 
 

@@ -138,20 +138,11 @@ class _Module:
                 target.id: ast.literal_eval(s.value) for s in node.body
                 if isinstance(s, ast.Assign) and _is_literal(s.value)
                 for target in s.targets if isinstance(target, ast.Name)}
-            return
-        fields = {s.target.id: s.annotation for s in node.body
-                  if isinstance(s, ast.AnnAssign) and
-                  isinstance(s.target, ast.Name)}
-        defaulted = {s.target.id for s in node.body
-                     if isinstance(s, ast.AnnAssign) and s.value is not None
-                     and isinstance(s.target, ast.Name)}
-        typed_dict = bases & {"typing.TypedDict",
-                              "typing_extensions.TypedDict"}
-        dataclass = any(self.qualified(d.func if isinstance(d, ast.Call)
-                                       else d) == "dataclasses.dataclass"
-                        for d in node.decorator_list)
-        if typed_dict or dataclass:
-            self.records[node.name] = (fields, defaulted)
+        elif bases & {"typing.TypedDict", "typing_extensions.TypedDict"} \
+                or any(self.qualified(d.func if isinstance(d, ast.Call)
+                                      else d) == "dataclasses.dataclass"
+                       for d in node.decorator_list):
+            self.records[node.name] = _fields(node)
 
     def qualified(self, node: ast.expr) -> str:
         """What name ``node`` stands for: ``typing.Literal``, ``int``,
@@ -173,6 +164,20 @@ class _Module:
         target = decorator.func if isinstance(decorator, ast.Call) \
             else decorator
         return self.qualified(target) == "acor:tool"
+
+
+def _fields(node: ast.ClassDef) -> tuple[dict[str, ast.expr], set[str]]:
+    """A TypedDict's or dataclass's annotated fields, and those with a
+    default (not required)."""
+    fields: dict[str, ast.expr] = {}
+    defaulted: set[str] = set()
+    for statement in node.body:
+        if isinstance(statement, ast.AnnAssign) and \
+                isinstance(statement.target, ast.Name):
+            fields[statement.target.id] = statement.annotation
+            if statement.value is not None:
+                defaulted.add(statement.target.id)
+    return fields, defaulted
 
 
 def _is_literal(node: ast.expr) -> bool:
@@ -220,7 +225,7 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
     version = values.get("version", DEFAULT_VERSION)
     plan_text = json.dumps({"name": name, "version": version,
                             "params": plan}, separators=(",", ":"))
-    return ToolSpec(
+    return ToolSpec(  # type: ignore[no-untyped-call]  # Record's fields
         name=name, version=version, description=values["description"],
         kind="acor", path=folder, manifest_path=path,
         argv=[sys.executable, "-u", ENTRY, os.path.realpath(path),
@@ -313,7 +318,8 @@ class _Signature:
         defaults: list[ast.expr | None] = \
             [None] * (len(plain) - len(args.defaults)) + list(args.defaults)
         for param, default in zip(plain + args.kwonlyargs,
-                                  defaults + list(args.kw_defaults)):
+                                  defaults + list(args.kw_defaults),
+                                  strict=True):
             self._parameter(param, default)
         schema: dict[str, Any] = {"type": "object",
                                   "properties": self.properties,

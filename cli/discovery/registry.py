@@ -2,10 +2,10 @@
 
 A tools dir holds tool folders (``<folder>/manifest.json``), wrapper
 manifests (``<name>.json``) and Python files of ``@tool`` functions
-(:mod:`acor.cli.discovery.functions`), checked by :mod:`cli.manifest`: a bad one is
-skipped with a reason and a fix (``acor doctor`` lists them) while the
-others keep working. Programs must resolve, symlinks and ``..`` included,
-inside their tool folder. When two manifests claim one name, the first
+(:mod:`acor.cli.discovery.functions`), checked by :mod:`cli.manifest`: a
+bad one is skipped with a reason and a fix (``acor doctor`` lists them)
+while the others keep working. Programs must resolve, symlinks and ``..``
+included, inside their tool folder. When two manifests claim one name, the first
 tools dir wins (within a dir, the first file name) and the other is
 reported as shadowed.
 
