@@ -383,3 +383,26 @@ def test_a_sandboxed_function_writes_only_inside_its_box(project):
     assert outside.returncode == 1
     assert not (project.root / "escaped.txt").exists()
     assert "sandbox" in outside.stdout
+
+
+def test_acor_new_function_passes_check_and_its_own_tests(project):
+    made = acor(project, "new", "my-stats", "--function")
+    assert made.returncode == 0, made.stdout + made.stderr
+    source = project.root / "tools" / "my_stats.py"
+    lines = [line for line in source.read_text().splitlines()
+             if line.strip()]
+    assert "@tool(" in source.read_text()
+    checked = acor(project, "check", "my-stats")
+    assert checked.returncode == 0, checked.stdout
+    assert "my-stats conforms (2 example(s) run)." in checked.stdout
+    tested = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         "-p", "no:xdist", "-p", "no:hypothesispytest",
+         "tools/test_my_stats.py"], cwd=project.root, env=project.env,
+        capture_output=True, text=True, timeout=180)
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "3 passed" in tested.stdout
+    assert lines  # the file is the whole tool: no manifest beside it
+    assert not (project.root / "tools" / "my-stats").exists()
+    again = acor(project, "new", "my-stats", "--function")
+    assert again.returncode == 2 and "already exists" in again.stdout

@@ -68,7 +68,11 @@ def check(target: Target) -> dict:
               "conforms": False, "violations": [], "warnings": [],
               "examples": []}
     found = []
-    data, unreadable = read_manifest(target.manifest_path)
+    if target.manifest_path.endswith(".py") and target.spec is not None:
+        from acor.cli.discovery.functions import manifest_of
+        data, unreadable = manifest_of(target.spec), None  # a function's
+    else:
+        data, unreadable = read_manifest(target.manifest_path)
     if unreadable is not None:
         found.append(unreadable)
     else:

@@ -1,4 +1,5 @@
-"""``acor new NAME [--dir DIR] [--wrap "PROGRAM ARGS..."]``: start a tool.
+"""``acor new NAME [--dir DIR] [--wrap "PROGRAM ARGS..."] [--approval]
+[--function]``: start a tool.
 
 Without ``--wrap``: a tool folder that works as it is, to change into your
 own: ``manifest.json`` (with an ``args`` schema and ``examples``),
@@ -10,6 +11,10 @@ With ``--approval``: a tool folder whose dangerous step waits for a
 person (an argument only a person may give), with its tests.
 
 With ``--wrap``: a wrapper manifest ``NAME.json`` for a plain program.
+
+With ``--function``: ``NAME.py``, one typed ``@tool`` function (its schema
+read from the signature, :mod:`acor.cli.discovery.functions`), and
+``test_NAME.py`` beside it; both pass as they are.
 
 Nothing is overwritten; the next commands are printed.
 """
@@ -351,6 +356,92 @@ def tool_files(name: str) -> dict[str, str]:
     }
 
 
+_FUNCTION = '''\
+"""{name}: a function tool, made by `acor new {name} --function`.
+
+acor reads the signature below without running this file: required
+parameters are positions, the others --flags; the docstring describes
+the tool; `acor: AcorTool` is given to the function (progress, input_needed,
+fail...) and is no argument. The return value is the Output Data.
+
+    acor {name} 10000 --dist gauss --seed 1
+"""
+
+import random
+from typing import Annotated, Literal
+
+from acor import AcorTool, Arg, tool
+
+
+@tool(version="0.1.0", sandbox={{"write": [], "network": False}},
+      annotations={{"readOnlyHint": True, "openWorldHint": False}},
+      examples=[{{"description": "Summarise 1,000 numbers",
+                 "args": {{"n": 1000, "seed": 1}}, "exit_code": 0,
+                 "events": ["progress", "output_data"]}},
+                {{"description": "n below 1 is a usage error",
+                 "args": ["0"], "exit_code": 2}}]{name_option})
+def {function}(n: Annotated[int, Arg("how many numbers", minimum=1)],
+     {indent}dist: Literal["uniform", "gauss"] = "uniform",
+     {indent}seed: int | None = None, *, acor: AcorTool) -> dict:
+    """Summarise n random numbers.
+
+    Args:
+        dist: the distribution to draw from
+        seed: the random seed, for a repeatable run
+    """
+    rng = random.Random(seed)
+    draw = rng.random if dist == "uniform" else lambda: rng.gauss(0, 1)
+    numbers = []
+    for i in range(n):
+        numbers.append(draw())
+        acor.progress_bar(i + 1, n, "sampling")  # per item: rate-limited
+    return {{"n": n, "dist": dist, "mean": sum(numbers) / n,
+            "min": min(numbers), "max": max(numbers)}}
+'''
+
+_FUNCTION_TEST = '''\
+"""Tests for {name}, run as an agent runs it: through acor (the acor_run
+fixture comes with acor). It is a plain function too: call it in tests of
+your own logic."""
+
+from pathlib import Path
+
+TOOL = Path(__file__).resolve().with_name("{file}")
+
+
+def test_summarises_typed_arguments(acor_run):
+    result = acor_run(TOOL, args={{"n": 500, "dist": "gauss", "seed": 1}})
+    assert result.exit_code == 0, result.errors
+    assert result.data["n"] == 500 and result.data["dist"] == "gauss"
+    assert result.of("progress")[-1].percent == 100
+
+
+def test_the_same_seed_gives_the_same_numbers(acor_run):
+    first = acor_run(TOOL, "100", "--seed", "7")
+    again = acor_run(TOOL, "100", "--seed", "7")
+    assert first.data == again.data
+
+
+def test_n_below_one_is_a_usage_error(acor_run):
+    result = acor_run(TOOL, "0")
+    assert result.exit_code == 2
+    assert result.errors[0].code == "E_USAGE"
+'''
+
+
+def function_files(name: str) -> dict[str, str]:
+    """A new function tool and its test, side by side in the tools dir:
+    file name -> text."""
+    function = name.replace("-", "_")
+    file = f"{function}.py"
+    return {
+        file: _FUNCTION.format(
+            name=name, function=function, indent=" " * len(function),
+            name_option="" if function == name else f', name="{name}"'),
+        f"test_{function}.py": _FUNCTION_TEST.format(name=name, file=file),
+    }
+
+
 def wrapper_manifest(name: str, argv: list[str]) -> dict:
     return {
         "name": name,
@@ -389,8 +480,11 @@ def _refuse(title: str, recovery: str) -> int:
 @click.option("--approval", is_flag=True,
               help="A tool whose dangerous step waits for a person's "
                    "approval (an argument only a person may give).")
+@click.option("--function", is_flag=True,
+              help="A function tool: one typed Python function in NAME.py "
+                   "(its schema read from the signature), and its test.")
 def new_command(name: str, directory: str | None, wrap: str | None,
-                approval: bool = False) -> int:
+                approval: bool = False, function: bool = False) -> int:
     """Create tool NAME: a working tool folder (manifest with args and
     examples, cli.py, a test) or, with --wrap, a wrapper manifest. Nothing
     is overwritten."""
@@ -399,6 +493,9 @@ def new_command(name: str, directory: str | None, wrap: str | None,
         return _refuse("--approval and --wrap do not go together: a wrapped "
                        "program cannot read a person's answer",
                        f"Run `acor new {name} --approval` for a tool folder.")
+    if function and (approval or wrap is not None):
+        return _refuse("--function does not go with --approval or --wrap",
+                       f"Run `acor new {name} --function` alone.")
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
@@ -420,6 +517,8 @@ def new_command(name: str, directory: str | None, wrap: str | None,
         if not argv:
             return _refuse("--wrap needs a program", 'For example: '
                            f'acor new {name} --wrap "ruff check".')
+    if function:
+        return _new_function(name, tools_dir, config)
     target = os.path.join(tools_dir, name + (".json" if argv else ""))
     for existing in (os.path.join(tools_dir, name),
                      os.path.join(tools_dir, name + ".json")):
@@ -454,6 +553,33 @@ def new_command(name: str, directory: str | None, wrap: str | None,
                                   shlex.quote(_shown(target))))
     if not argv:
         click.echo("  " + _test_command(target))
+    return exitcodes.OK
+
+
+def _new_function(name: str, tools_dir: str, config) -> int:
+    """Write a function tool and its test into ``tools_dir``."""
+    files = function_files(name)
+    for rel in (*files, name, name + ".json"):
+        existing = os.path.join(tools_dir, rel)
+        if os.path.lexists(existing):
+            return _refuse(f"{_shown(existing)} already exists",
+                           "Nothing was written. Choose another name, or "
+                           "remove it first if you mean to start over.")
+    os.makedirs(tools_dir, exist_ok=True)
+    for rel, text in files.items():
+        _write(os.path.join(tools_dir, rel), text)
+    source, test = (os.path.join(tools_dir, rel) for rel in files)
+    click.echo(f"Created {_shown(source)} (the tool: one typed function) "
+               f"and {_shown(test)}.")
+    found = tools_dir in config.tools_dirs
+    if not found:
+        click.echo(f"warning: {_shown(tools_dir)} is not one of this "
+                   "project's tools dirs, so `acor " + name + "` will not "
+                   "find it: add it to tools_dirs in .acor/config.yaml.")
+    click.echo("Next:")
+    click.echo("  acor check " + (name if found else
+                                  shlex.quote(_shown(source))))
+    click.echo("  " + _test_command(test))
     return exitcodes.OK
 
 

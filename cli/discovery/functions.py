@@ -55,6 +55,22 @@ class Refused(Exception):
         self.reason, self.fix = reason, fix
 
 
+def manifest_of(spec: ToolSpec) -> dict[str, Any]:
+    """The manifest a function tool stands for: what ``acor check``
+    validates against the published schema and whose examples it runs."""
+    fields = {"name": spec.name, "version": spec.version,
+              "description": spec.description,
+              "entry": os.path.basename(spec.manifest_path),
+              "args": spec.args_schema, "timeout": spec.timeout,
+              "idle_timeout": spec.idle_timeout,
+              "max_output": spec.max_output, "stdin": spec.stdin or None,
+              "examples": spec.examples, "annotations": spec.annotations,
+              "sandbox": spec.sandbox, "warm": spec.warm}
+    if spec.cwd_mode != "invocation":
+        fields["cwd"] = spec.cwd_mode
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def marked(raw: bytes) -> bool:
     """Whether source ``raw`` may hold a ``@tool`` function: the cheap test
     before it is parsed (a tools dir may hold any other Python file)."""
