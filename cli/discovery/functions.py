@@ -7,8 +7,8 @@ first paragraph as the description (the ``Args:`` section describes the
 parameters), an ``args`` schema from the signature, and the ``@tool(...)``
 keywords as the manifest's other fields, checked by the same rules
 (:mod:`acor.cli.discovery.manifest`). The launcher then runs it as
-``python -u acor/function_entry.py FILE FUNCTION PLAN``, PLAN being what
-:mod:`acor.function_entry` needs to call it (the parameters' conversions),
+``python -u acor/functions/entry.py FILE FUNCTION PLAN``, PLAN being what
+:mod:`acor.functions.entry` needs to call it (the parameters' conversions),
 so that the tool's module is imported only when the tool runs.
 
 The signature is read with :mod:`ast`: annotations ``int``, ``float``,
@@ -29,6 +29,7 @@ import os
 import sys
 from typing import Any
 
+from acor import functions as markers
 from acor.cli.discovery.manifest import (DEFAULT_VERSION, ManifestError,
                                          _check_fields, _check_strings,
                                          _public, _usage)
@@ -36,15 +37,11 @@ from acor.cli.discovery.fields import ACOR_FIELDS
 from acor.cli.discovery.spec import ToolSpec
 
 MAX_SOURCE_BYTES = 1 << 20
-ENTRY = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "function_entry.py")
+ENTRY = os.path.join(os.path.dirname(markers.__file__), "entry.py")
 _SCALARS = {"int": "integer", "float": "number", "str": "string",
             "bool": "boolean"}
 _PY_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
 _MARKERS = ("tool", "Arg", "Human", "Secret", "AcorTool")
-_OPTIONS = ("version", "description", "timeout", "idle_timeout",
-            "max_output", "cwd", "stdin", "examples", "annotations",
-            "sandbox", "warm", "usage")
 
 
 class Refused(Exception):
@@ -271,10 +268,11 @@ def _options(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef
             raise Refused("@tool() takes keywords only", "Write @tool(name="
                           '"...", version="...") or a bare @tool.')
         for keyword in decorator.keywords:
-            if keyword.arg not in ("name", *_OPTIONS):
+            if keyword.arg not in markers.TOOL_OPTIONS:
                 raise Refused(f"@tool() has no keyword "
                               f"{keyword.arg or '**'!r}",
-                              f"Use only {', '.join(('name', *_OPTIONS))}.")
+                              "Use only "
+                              f"{', '.join(markers.TOOL_OPTIONS)}.")
             options[keyword.arg] = _literal(keyword.value,
                                             f"@tool({keyword.arg}=...)")
     return options
@@ -313,7 +311,7 @@ def _docstring(text: str | None) -> tuple[str, dict[str, str]]:
 
 class _Signature:
     """A function's parameters as an args schema and a plan for
-    :mod:`acor.function_entry`."""
+    :mod:`acor.functions.entry`."""
 
     def __init__(self, module: _Module,
                  node: ast.FunctionDef | ast.AsyncFunctionDef,

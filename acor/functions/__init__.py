@@ -13,7 +13,7 @@
 The launcher never runs this code to learn the tool: it reads the
 signature, the docstring and the ``@tool(...)`` keywords from the source
 (:mod:`acor.cli.discovery.functions`), so what those say must be literals.
-At run time :mod:`acor.function_entry` imports the file and calls the
+At run time :mod:`acor.functions.entry` imports the file and calls the
 function with its arguments.
 
 Here only the markers a signature is written with: :func:`tool`,

@@ -1,4 +1,5 @@
-"""Run one function tool: ``python -u function_entry.py FILE FUNCTION PLAN``.
+"""Run one function tool: ``python -u acor/functions/entry.py FILE
+FUNCTION PLAN``.
 
 The launcher runs this script for a tool that discovery found as a
 ``@tool`` function (:mod:`acor.cli.discovery.functions`): FILE is the
