@@ -115,7 +115,7 @@ def _discovery(env, work):
         lambda: run_once([ACOR, "list", "--json"], cold, functions),
         lambda: run_once([ACOR, "list", "--json"], cold, classes),
         scale(20, 4))
-    return ratio_result("function tools, cold discovery",
+    return ratio_result("function tool discovery (cold)",
                         "`acor list --json`, no cache: 100 function tools / "
                         "100 manifests", a, b, 1.5)
 
@@ -133,5 +133,5 @@ def _import(env, work):
 
 #: (row name, target, measurement(env, work)) for bench/run.py.
 ROWS = [("function tool run", 1.05, _run),
-        ("function tools, cold discovery", 1.5, _discovery),
+        ("function tool discovery (cold)", 1.5, _discovery),
         ("function tool import", 1.3, _import)]

@@ -74,9 +74,7 @@ def reads_args_json(spec) -> bool:
     if not spec.args_schema:
         return False
     argv = spec.argv
-    # A function tool's entry (acor/functions/entry.py FILE FUNCTION PLAN)
-    # reads them: it has no parser of its own.
-    return not (spec.kind == "acor" and len(argv) == 3 and
+    return not (spec.kind == "acor" and len(argv) >= 3 and
                 argv[1] == "-u" and argv[2].endswith(".py"))
 
 

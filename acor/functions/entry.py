@@ -6,7 +6,8 @@ The launcher runs this script for a tool that discovery found as a
 tool's source, FUNCTION its name in it, PLAN a JSON object discovery wrote
 from the signature, so that nothing here reads annotations again::
 
-    {"name": "stats", "version": "1.0.0",
+    {"name": "stats", "version": "1.0.0", "description": "...",
+     "args": {...the tool's args schema...},
      "params": [{"param": "n", "prop": "n"},
                 {"param": "acor", "inject": true},
                 {"param": "color", "prop": "no_color", "negate": true},
@@ -15,11 +16,14 @@ from the signature, so that nothing here reads annotations again::
                 {"param": "ok", "prop": "ok", "human": "boolean",
                  "ask": {"type": "boolean", "description": "..."}}]}
 
-The arguments come checked from the launcher as JSON (``ACOR_ARGS``, or
-the file ``ACOR_ARGS_FILE`` names); what a person gave, on its own channel
-(:mod:`acor.human`). The module is imported inside the run, so an import
-error ends it Failed with an Error and a code, as an exception of the
-function does; the return value is the Output (a string) or the Output
+(``ask``: a human-only parameter without a default, asked for when no
+person gave it.)
+
+The command line is parsed with the plan's ``args`` schema, as a class
+tool's ``parse_args()`` does (a usage error is ``E_USAGE``, ``--help`` the
+help), with what a person gave on its own channel (:mod:`acor.human`).
+The module is imported inside the run, so an import error ends it Failed
+with an Error and a code, as an exception of the function does; the return value is the Output (a string) or the Output
 Data (anything else; a dataclass as its fields; None writes nothing).
 """
 
@@ -36,25 +40,24 @@ from acor import AcorTool  # noqa: E402 (after the path is the tool's)
 TYPE_CHECKING = False  # typing costs every run: only mypy reads it
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import Any, Callable
+    from typing import Any
 
-_ARGS_VAR, _ARGS_FILE_VAR = "ACOR_ARGS", "ACOR_ARGS_FILE"
-_HUMAN_TYPES: "dict[str, Callable[[str], Any]]" = {
-    "boolean": lambda text: text == "true", "integer": int, "number": float,
-    "string": str}
 
 
 def main(argv: "list[str]") -> None:
     """Run the function ``argv[1]`` of file ``argv[0]`` by plan
-    ``argv[2]`` (the launcher's arguments after the script)."""
-    import json  # the plan and the arguments are JSON
+    ``argv[2]``, with the command line ``argv[3:]``."""
+    import json  # the plan is JSON (and Output Data will be)
     path, function_name, plan = argv[0], argv[1], json.loads(argv[2])
     with AcorTool(plan["name"], plan["version"]) as acor:
-        values = _arguments(json)
+        # What --help prints under the usage: the docstring's paragraph.
+        acor._manifest = {"description": plan["description"]}
+        # A usage error or --help ends the run here, before any import.
+        values = vars(acor.parse_args(argv[3:], schema=plan["args"]))
         module = _load(path)
         function = getattr(module, function_name)
-        positional, keywords = _call_arguments(plan, values, module, acor)
-        result = function(*positional, **keywords)
+        keywords = _call_arguments(plan, values, module, acor)
+        result = function(**keywords)
         if hasattr(result, "__await__"):  # an async def
             import asyncio
             result = asyncio.run(_awaited(result))
@@ -63,17 +66,6 @@ def main(argv: "list[str]") -> None:
 
 async def _awaited(awaitable: "Any") -> "Any":
     return await awaitable
-
-
-def _arguments(json: "ModuleType") -> "dict[str, Any]":
-    """The checked values the launcher passed ({} run by hand)."""
-    text = os.environ.pop(_ARGS_VAR, None)
-    path = os.environ.pop(_ARGS_FILE_VAR, None)
-    if text is None and path is not None:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    values = json.loads(text) if text else {}
-    return values if isinstance(values, dict) else {}
 
 
 def _load(path: str) -> "ModuleType":
@@ -92,37 +84,30 @@ def _load(path: str) -> "ModuleType":
 
 
 def _call_arguments(plan: "dict[str, Any]", values: "dict[str, Any]",
-                    module: "ModuleType", acor: AcorTool
-                    ) -> "tuple[list[Any], dict[str, Any]]":
+                    module: "ModuleType", acor: AcorTool) -> "dict[str, Any]":
     """The function's arguments: the injected tool, each value made the
     parameter's type, what a person gave; a parameter nobody gave keeps
     its default. A human-only argument without a default that no person
     gave is asked for (the run ends Input Needed)."""
-    from acor import human
-    given = human.take()
     keywords: "dict[str, Any]" = {}
     asked: "dict[str, Any]" = {}
     for entry in plan["params"]:
         param = entry["param"]
         if entry.get("inject"):
             keywords[param] = acor
-        elif "human" in entry:
-            text = given.get(entry["prop"])
-            if text is not None:
-                keywords[param] = _HUMAN_TYPES[entry["human"]](text)
-            elif "ask" in entry:
-                asked[entry["prop"]] = entry["ask"]
-        else:
-            value = values.get(entry["prop"])
-            if value == [] and entry.get("unset_if_empty"):
-                continue  # no flag given: the parameter's default
-            if value is not None:
-                keywords[param] = _typed(entry, value, module, acor)
+            continue
+        value = values.get(entry["prop"])
+        if value is None and "ask" in entry:
+            asked[entry["prop"]] = entry["ask"]
+        elif value == [] and entry.get("unset_if_empty"):
+            continue  # no flag given: the parameter's default
+        elif value is not None:
+            keywords[param] = _typed(entry, value, module, acor)
     if asked:
         acor.input_needed(f"{plan['name']} needs what only a person may "
                           f"give: {', '.join(asked)}", fields=asked,
                           audience="human")
-    return [], keywords
+    return keywords
 
 
 def _typed(entry: "dict[str, Any]", value: "Any", module: "ModuleType",
@@ -171,4 +156,4 @@ def _plain(value: "Any") -> "Any":
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:4])
+    main(sys.argv[1:])

@@ -237,7 +237,9 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
     name = values["name"]
     version = values.get("version", DEFAULT_VERSION)
     plan_text = json.dumps({"name": name, "version": version,
-                            "params": plan}, separators=(",", ":"))
+                            "description": values["description"],
+                            "args": values["args"], "params": plan},
+                           separators=(",", ":"))
     return ToolSpec(  # type: ignore[no-untyped-call]  # Record's fields
         name=name, version=version, description=values["description"],
         kind="acor", path=folder, manifest_path=path,
