@@ -406,3 +406,43 @@ def test_acor_new_function_passes_check_and_its_own_tests(project):
     assert not (project.root / "tools" / "my-stats").exists()
     again = acor(project, "new", "my-stats", "--function")
     assert again.returncode == 2 and "already exists" in again.stdout
+
+
+def _doc_blocks():
+    """The code blocks of docs/authoring.md marked ``<!-- tool: X -->``."""
+    import re
+    from conftest import REPO
+    text = (REPO / "docs" / "authoring.md").read_text()
+    return dict(re.findall(r"<!-- tool: (\w+) -->\n```\w+\n(.*?)```", text,
+                           re.S))
+
+
+def _counted(code):
+    return sum(1 for line in code.splitlines() if line.strip())
+
+
+def test_the_docs_function_tool_is_15_lines_and_answers_as_the_class(
+        project):
+    blocks = _doc_blocks()
+    assert _counted(blocks["function"]) <= 15
+    from conftest import REPO
+    doc = (REPO / "docs" / "authoring.md").read_text()
+    assert f"| acor function | 1 | {_counted(blocks['function'])} |" in doc
+    assert (f"| acor class + manifest | 2 | {_counted(blocks['class'])} + "
+            f"{_counted(blocks['manifest'])} = "
+            f"{_counted(blocks['class']) + _counted(blocks['manifest'])} |"
+            in doc)
+    (project.root / "tools" / "stats.py").write_text(blocks["function"])
+    folder = project.root / "tools" / "cstats"
+    folder.mkdir()
+    (folder / "cli.py").write_text(blocks["class"])
+    manifest = json.loads(blocks["manifest"])
+    manifest["name"] = "cstats"
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    answers = []
+    for name in ("stats", "cstats"):
+        done = acor(project, "--format", "json", name, "10000", "--dist",
+                    "gauss", "--seed", "3")
+        assert done.returncode == 0, done.stdout + done.stderr
+        answers.append(data_of(done))
+    assert answers[0] == answers[1] and answers[0]["n"] == 10000

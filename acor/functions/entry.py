@@ -69,17 +69,18 @@ async def _awaited(awaitable: "Any") -> "Any":
 
 
 def _load(path: str) -> "ModuleType":
-    """The tool's module, imported now, under a name of its own (a file
-    named ``json.py`` must not replace the standard ``json``)."""
+    """The tool's module, imported now (its bytecode cached as any
+    module's), under a name of its own: a file named ``json.py`` must not
+    replace the standard ``json``."""
     import types
+    from importlib.machinery import SourceFileLoader
     stem = os.path.splitext(os.path.basename(path))[0]
     name = "acor_tool_" + "".join(c if c.isalnum() else "_" for c in stem)
+    loader = SourceFileLoader(name, path)
     module = types.ModuleType(name)
-    module.__file__ = path
+    module.__file__, module.__loader__ = path, loader
     sys.modules[name] = module  # dataclasses and pickling look it up
-    with open(path, "rb") as f:
-        source = f.read()
-    exec(compile(source, path, "exec"), module.__dict__)
+    loader.exec_module(module)
     return module
 
 
