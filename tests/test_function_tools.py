@@ -20,7 +20,7 @@ from acor.cli.sandbox import kernel
 STATS = '''\
 import enum
 import random
-from typing import Annotated, Literal
+from typing import Annotated, Literal, TypedDict
 
 from acor import AcorTool, Arg, Human, Secret, tool
 
@@ -77,6 +77,18 @@ async def login(user: str,
                 token: Annotated[str, Secret(level="high")]) -> dict:
     """Log in with a token only a person gives."""
     return {"user": user, "length": len(token)}
+
+
+class Summary(TypedDict):
+    word: str
+    count: int
+    tags: list[str]
+
+
+@tool
+def summary(word: str) -> Summary:
+    """Count a word's letters."""
+    return {"word": word, "count": len(word), "tags": []}
 
 
 @tool
@@ -182,7 +194,7 @@ def test_acor_call_list_and_show_treat_it_as_a_manifest_tool(functions):
     assert data_of(done)["color"] is False and data_of(done)["tags"] == [
         "a"]
     listed = acor(functions, "list")
-    for name in ("stats", "shape", "remove", "login", "explode"):
+    for name in ("stats", "shape", "remove", "login", "summary", "explode"):
         assert name in listed.stdout
     shown = json.loads(acor(functions, "show", "stats", "--json").stdout)
     props = shown["args"]["properties"]
@@ -296,7 +308,8 @@ def test_a_person_answers_a_human_only_argument_at_a_terminal(functions):
     term = Terminal(functions, "remove", "victim")
     shown = term.expect("[y/n]")
     assert "remove asks a person to approve" in shown
-    assert "delete it for good" in shown
+    assert "remove needs a person's answer: confirm (delete it for good)" \
+        in shown
     term.type("y")
     assert term.finish() == 0, term.text
     assert "deleted victim" in term.text and not victim.exists()
@@ -333,6 +346,8 @@ def test_sdk_client_gets_schemas_progress_and_cannot_give_a_secret(
             print(json.dumps({
                 "input": tools["stats"].input_schema,
                 "output": tools["stats"].output_schema,
+                "summary": tools["summary"].output_schema,
+                "remove": tools["remove"].output_schema,
                 "login_input": tools["login"].input_schema,
                 "stats": stats.structured_content, "progress": seen,
                 "login_error": login.is_error,
@@ -351,6 +366,13 @@ def test_sdk_client_gets_schemas_progress_and_cannot_give_a_secret(
         assert seen["input"]["required"] == ["n"]
         assert seen["input"]["properties"]["seed"] == {"type": "integer"}
         assert seen["output"] == {"type": "object"}
+        assert seen["summary"] == {
+            "type": "object", "required": ["word", "count", "tags"],
+            "properties": {"word": {"type": "string"},
+                           "count": {"type": "integer"},
+                           "tags": {"type": "array",
+                                    "items": {"type": "string"}}}}
+        assert seen["remove"] is None  # it asks a person: no schema
         assert seen["stats"] == {"n": 50, "dist": "gauss", "seed": 1}
         assert seen["progress"] and seen["progress"][-1] == 100
         # The secret is no argument a client can give, nor a form field

@@ -105,9 +105,11 @@ def _call_arguments(plan: "dict[str, Any]", values: "dict[str, Any]",
         elif value is not None:
             keywords[param] = _typed(entry, value, module, acor)
     if asked:
-        acor.input_needed(f"{plan['name']} needs what only a person may "
-                          f"give: {', '.join(asked)}", fields=asked,
-                          audience="human")
+        what = "; ".join(f"{name} ({field['description']})"
+                         if field.get("description") else name
+                         for name, field in asked.items())
+        acor.input_needed(f"{plan['name']} needs a person's answer: {what}",
+                          fields=asked, audience="human")
     return keywords
 
 

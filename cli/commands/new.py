@@ -489,13 +489,9 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     examples, cli.py, a test) or, with --wrap, a wrapper manifest. Nothing
     is overwritten."""
     problem = name_problem(name)
-    if approval and wrap is not None:
-        return _refuse("--approval and --wrap do not go together: a wrapped "
-                       "program cannot read a person's answer",
-                       f"Run `acor new {name} --approval` for a tool folder.")
-    if function and (approval or wrap is not None):
-        return _refuse("--function does not go with --approval or --wrap",
-                       f"Run `acor new {name} --function` alone.")
+    conflict = _conflict(name, wrap, approval, function)
+    if conflict is not None:
+        return conflict
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
@@ -554,6 +550,19 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     if not argv:
         click.echo("  " + _test_command(target))
     return exitcodes.OK
+
+
+def _conflict(name: str, wrap: str | None, approval: bool,
+              function: bool) -> int | None:
+    """The refusal of options that do not go together, or None."""
+    if approval and wrap is not None:
+        return _refuse("--approval and --wrap do not go together: a wrapped "
+                       "program cannot read a person's answer",
+                       f"Run `acor new {name} --approval` for a tool folder.")
+    if function and (approval or wrap is not None):
+        return _refuse("--function does not go with --approval or --wrap",
+                       f"Run `acor new {name} --function` alone.")
+    return None
 
 
 def _new_function(name: str, tools_dir: str, config) -> int:

@@ -52,7 +52,7 @@ class Refused(Exception):
         self.reason, self.fix = reason, fix
 
 
-def manifest_of(spec: ToolSpec) -> dict[str, Any]:
+def manifest_of(spec: Any) -> dict[str, Any]:
     """The manifest a function tool stands for: what ``acor check``
     validates against the published schema and whose examples it runs."""
     fields = {"name": spec.name, "version": spec.version,
