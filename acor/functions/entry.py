@@ -23,8 +23,9 @@ The command line is parsed with the plan's ``args`` schema, as a class
 tool's ``parse_args()`` does (a usage error is ``E_USAGE``, ``--help`` the
 help), with what a person gave on its own channel (:mod:`acor.human`).
 The module is imported inside the run, so an import error ends it Failed
-with an Error and a code, as an exception of the function does; the return value is the Output (a string) or the Output
-Data (anything else; a dataclass as its fields; None writes nothing).
+with an Error and a code, as an exception of the function does; the
+return value is the Output (a string) or the Output Data (anything else; a
+dataclass as its fields; None writes nothing).
 """
 
 import os

@@ -240,7 +240,7 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
                             "description": values["description"],
                             "args": values["args"], "params": plan},
                            separators=(",", ":"))
-    return ToolSpec(  # type: ignore[no-untyped-call]  # Record's fields
+    return ToolSpec(  # type: ignore[no-untyped-call, unused-ignore]
         name=name, version=version, description=values["description"],
         kind="acor", path=folder, manifest_path=path,
         argv=[sys.executable, "-u", ENTRY, os.path.realpath(path),

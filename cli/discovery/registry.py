@@ -163,11 +163,11 @@ def scan(config, fingerprint=None):
                 specs, refused = _load_all(path, name, dir_real, fp, origin)
             except ManifestError as exc:
                 specs, refused = [], [exc]
-            for exc in refused:
+            for problem in refused:
                 registry.skipped.append(Skipped(
-                    path=printable(path), reason=exc.reason,
-                    recovery=exc.recovery,
-                    name=exc.name or os.path.splitext(name)[0]))
+                    path=printable(path), reason=problem.reason,
+                    recovery=problem.recovery,
+                    name=problem.name or os.path.splitext(name)[0]))
             for spec in specs:
                 _add(registry, spec, origin)
     return registry
