@@ -46,7 +46,8 @@ def stats(n: Annotated[int, Arg("how many numbers", minimum=1)],
 
 @tool
 def shape(word: str, color: bool = True, tags: list[str] | None = None,
-          mode: Mode = Mode.FAST, times: int = 1) -> dict:
+          mode: Mode = Mode.FAST, times: int = 1,
+          code: Annotated[str, Arg(pattern="[A-Z]{3}")] = "ABC") -> dict:
     """Echo what it was given, typed.
 
     Args:
@@ -169,6 +170,9 @@ def test_no_flag_for_a_true_default_a_list_repeats_and_enums_arrive_typed(
     assert data_of(done) == {"word": "abab", "color": False,
                              "tags": ["x", "y"], "mode": "slow",
                              "is_mode": True}
+    wrong = acor(functions, "shape", "ab", "--code", "abc")
+    assert wrong.returncode == 2 and "E_USAGE" in wrong.stdout
+    assert "argument code: 'abc' does not match the pattern" in wrong.stdout
     plain = acor(functions, "--format", "json", "shape", "ab")
     assert data_of(plain) == {"word": "ab", "color": True, "tags": None,
                               "mode": "fast", "is_mode": True}

@@ -24,7 +24,7 @@ own module, so ``from acor import tool`` stays as cheap as ``import acor``.
 
 TYPE_CHECKING = False  # typing costs a tool's start-up: only mypy reads it
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeVar
+    from typing import Any, Callable, TypeVar, overload
     F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["Arg", "Human", "Secret", "tool", "TOOL_OPTIONS"]
@@ -36,20 +36,42 @@ TOOL_OPTIONS = ("name", "version", "description", "timeout", "idle_timeout",
                 "sandbox", "warm", "usage")
 
 
-def tool(function: "F | None" = None, **options: "Any") -> "Any":
-    """Mark ``function`` as an acor tool: ``@tool`` or ``@tool(version=
-    "1.2.0", timeout=60, sandbox={...})``, the keywords a manifest's
-    fields (:data:`TOOL_OPTIONS`), literals only. The function is
-    returned as it is, so it stays callable from Python and its tests."""
+def _tool(function: "Any" = None, **options: "Any") -> "Any":
     unknown = sorted(set(options) - set(TOOL_OPTIONS))
     if unknown:
         raise TypeError(f"@tool() takes {', '.join(TOOL_OPTIONS)}; not "
                         f"{', '.join(unknown)}")
 
-    def mark(target: "F") -> "F":
-        target.__acor_tool__ = dict(options)  # type: ignore[attr-defined]
+    def mark(target: "Any") -> "Any":
+        target.__acor_tool__ = dict(options)
         return target
     return mark if function is None else mark(function)
+
+
+if TYPE_CHECKING:
+    @overload
+    def tool(function: F, /) -> F: ...
+
+    @overload
+    def tool(*, name: str = ..., version: str = ...,
+             description: str = ..., timeout: float = ...,
+             idle_timeout: float = ..., max_output: int = ...,
+             cwd: str = ..., stdin: bool = ...,
+             examples: "list[dict[str, Any]]" = ...,
+             annotations: "dict[str, Any]" = ...,
+             sandbox: "dict[str, Any]" = ..., warm: bool = ...,
+             usage: str = ...) -> "Callable[[F], F]": ...
+
+    def tool(function: "Any" = None, **options: "Any") -> "Any":
+        """Mark ``function`` as an acor tool: ``@tool`` or
+        ``@tool(version="1.2.0", timeout=60, sandbox={...})``."""
+else:
+    tool = _tool
+    tool.__name__ = tool.__qualname__ = "tool"
+    tool.__doc__ = """Mark ``function`` as an acor tool: ``@tool`` or
+    ``@tool(version="1.2.0", timeout=60, sandbox={...})``, the keywords a
+    manifest's fields (:data:`TOOL_OPTIONS`), literals only. The function is
+    returned as it is, so it stays callable from Python and its tests."""
 
 
 class Arg:

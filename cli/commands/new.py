@@ -382,7 +382,8 @@ from acor import AcorTool, Arg, tool
                  "args": ["0"], "exit_code": 2}}]{name_option})
 def {function}(n: Annotated[int, Arg("how many numbers", minimum=1)],
      {indent}dist: Literal["uniform", "gauss"] = "uniform",
-     {indent}seed: int | None = None, *, acor: AcorTool) -> dict:
+     {indent}seed: int | None = None, *,
+     {indent}acor: AcorTool) -> dict[str, float | str]:
     """Summarise n random numbers.
 
     Args:
