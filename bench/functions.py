@@ -4,10 +4,11 @@ function tool starts with."""
 
 import json
 import os
+import re
 import time
 
-from harness import alternate, ratio_result, run_once, scale
-from workspace import ACOR, PY
+from harness import alternate, bound_result, ratio_result, run_once, scale
+from workspace import ACOR, PY, REPO
 
 # The same tool twice: typed arguments n/dist/seed, progress per item,
 # JSON out.
@@ -131,7 +132,25 @@ def _import(env, work):
                         1.3)
 
 
-#: (row name, target, measurement(env, work)) for bench/run.py.
-ROWS = [("function tool run", 1.05, _run),
-        ("function tool discovery (cold)", 1.5, _discovery),
-        ("function tool import", 1.3, _import)]
+def _lines(env, work):
+    """The new user's tool as a function, as docs/authoring.md writes it
+    (and tests/test_function_tools.py runs it): its non-blank lines."""
+    with open(os.path.join(REPO, "docs", "authoring.md")) as f:
+        blocks = dict(re.findall(r"<!-- tool: (\w+) -->\n```\w+\n(.*?)```",
+                                 f.read(), re.S))
+
+    def counted(name):
+        return sum(1 for line in blocks[name].splitlines() if line.strip())
+    return bound_result(
+        "function tool lines", "the new user's tool as a function, "
+        "non-blank lines (docs/authoring.md)", [counted("function")], 15,
+        "lines", higher_is_better=False,
+        detail=f"as a class + manifest {counted('class')} + "
+               f"{counted('manifest')}; FastMCP 19, click + rich 16")
+
+
+#: (row name, target, unit, measurement(env, work)) for bench/run.py.
+ROWS = [("function tool lines", 15, "lines", _lines),
+        ("function tool run", 1.05, "x", _run),
+        ("function tool discovery (cold)", 1.5, "x", _discovery),
+        ("function tool import", 1.3, "x", _import)]

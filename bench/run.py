@@ -94,8 +94,8 @@ def rows(work, env):
                     "2,000 progress + 2,000 checkpoints", 60)),
         measure("checkpoint", 2.0, "ms", budget.checkpoint_cost),
     ]
-    results += [measure(name, target, "x", lambda row=row: row(env, work))
-                for name, target, row in functions.ROWS]
+    results += [measure(name, target, unit, lambda row=row: row(env, work))
+                for name, target, unit, row in functions.ROWS]
     if not ONLY:
         results += startup.discovery(env, big, small)
         results += mcp_rows.mcp_rows()
