@@ -74,6 +74,18 @@ def remove(path: str, confirm: Annotated[bool, Human()]) -> str:
 
 
 @tool
+def approve(path: str, ok: Annotated[bool, Human()] = False) -> str:
+    """Approve, asked of a person even with a default for Python callers."""
+    return f"approved {path}: {ok}"
+
+
+@tool
+def note(text: Annotated[str | None, Human()] = None) -> str:
+    """Take a person's note, or none."""
+    return f"note: {text}"
+
+
+@tool
 async def login(user: str,
                 token: Annotated[str, Secret(level="high")]) -> dict:
     """Log in with a token only a person gives."""
@@ -472,3 +484,15 @@ def test_the_docs_function_tool_is_15_lines_and_answers_as_the_class(
         assert done.returncode == 0, done.stdout + done.stderr
         answers.append(data_of(done))
     assert answers[0] == answers[1] and answers[0]["n"] == 10000
+
+
+def test_a_human_only_default_asks_but_none_lets_the_function_decide(
+        functions):
+    asked = acor(functions, "--format", "json", "call", "approve",
+                 json.dumps({"path": "p"}))
+    assert asked.returncode == 3, asked.stdout
+    assert result_line(asked)["state"] == "input_needed"
+    assert "approve needs a person's answer: ok" in asked.stdout
+    decided = acor(functions, "note")
+    assert decided.returncode == 0, decided.stdout + decided.stderr
+    assert "note: None" in decided.stdout

@@ -55,6 +55,7 @@ def main(argv: "list[str]") -> None:
         acor._manifest = {"description": plan["description"]}
         # A usage error or --help ends the run here, before any import.
         values = vars(acor.parse_args(argv[3:], schema=plan["args"]))
+        _check_patterns(plan, values, acor)
         module = _load(path)
         function = getattr(module, function_name)
         keywords = _call_arguments(plan, values, module, acor)
@@ -104,7 +105,7 @@ def _call_arguments(plan: "dict[str, Any]", values: "dict[str, Any]",
         elif value == [] and entry.get("unset_if_empty"):
             continue  # no flag given: the parameter's default
         elif value is not None:
-            keywords[param] = _typed(entry, value, module, acor)
+            keywords[param] = _typed(entry, value, module)
     if asked:
         what = "; ".join(f"{name} ({field['description']})"
                          if field.get("description") else name
@@ -114,13 +115,14 @@ def _call_arguments(plan: "dict[str, Any]", values: "dict[str, Any]",
     return keywords
 
 
-def _typed(entry: "dict[str, Any]", value: "Any", module: "ModuleType",
-           acor: AcorTool) -> "Any":
-    """``value`` (JSON) as the parameter takes it."""
-    if entry.get("negate"):
-        return not value
-    pattern = entry.get("pattern")
-    if pattern is not None:
+def _check_patterns(plan: "dict[str, Any]", values: "dict[str, Any]",
+                    acor: AcorTool) -> None:
+    """A usage error for a value its ``Arg(pattern=...)`` does not match
+    in full, before the tool's module is imported."""
+    for entry in plan["params"]:
+        pattern, value = entry.get("pattern"), values.get(entry.get("prop"))
+        if pattern is None or value is None:
+            continue
         import re
         for item in value if isinstance(value, list) else [value]:
             if re.fullmatch(pattern, item) is None:
@@ -128,6 +130,13 @@ def _typed(entry: "dict[str, Any]", value: "Any", module: "ModuleType",
                           f"does not match the pattern {pattern!r}",
                           recovery="Give a value that matches it in full.",
                           next=acor.command("--help"))
+
+
+def _typed(entry: "dict[str, Any]", value: "Any",
+           module: "ModuleType") -> "Any":
+    """``value`` (JSON) as the parameter takes it."""
+    if entry.get("negate"):
+        return not value
     if "enum" in entry:
         kind = getattr(module, entry["enum"])
         return [kind(v) for v in value] if isinstance(value, list) \

@@ -382,10 +382,10 @@ class _Signature:
                value: Any, default: ast.expr | None,
                entry: dict[str, Any]) -> None:
         assert kind.human is not None
-        if kind.array or value is not None:
-            raise Refused(f"the human-only parameter {name!r} has a default "
-                          "or is a list", "Give it no default (or None): "
-                          "what no person gave is asked for, or None.")
+        if kind.array:
+            raise Refused(f"the human-only parameter {name!r} is a list",
+                          "Ask a person for one value: a str, int, float "
+                          "or bool.")
         marks: dict[str, Any] = {"human": True}
         if kind.human.get("secret"):
             if prop["type"] != "string":
@@ -396,7 +396,10 @@ class _Signature:
         if kind.human.get("level", "standard") != "standard":
             marks["level"] = kind.human["level"]
         entry["human"] = prop["type"]
-        if default is None and not kind.optional:
+        # Asked for when no person gave it, but with "= None": then the
+        # function gets None and decides (another default is for Python
+        # callers: acor asks the person).
+        if default is None or value is not None:
             entry["ask"] = {k: v for k, v in prop.items()
                             if k in ("type", "description", "enum",
                                      "minimum", "maximum")}
