@@ -218,6 +218,11 @@ def test_acor_call_list_and_show_treat_it_as_a_manifest_tool(functions):
                           "description": "how many numbers"}
     assert props["dist"]["enum"] == ["uniform", "gauss"]
     assert shown["args"]["required"] == ["n"]
+    exported = {t["name"]: t for t in json.loads(
+        acor(functions, "export", "anthropic").stdout)}
+    assert exported["stats"]["input_schema"]["properties"]["n"][
+        "minimum"] == 1
+    assert "token" not in exported["login"]["input_schema"]["properties"]
 
 
 def test_an_exception_ends_failed_with_an_error_and_a_code(functions):
