@@ -33,6 +33,7 @@ from acor import functions as markers
 from acor.cli.discovery.manifest import (DEFAULT_VERSION, ManifestError,
                                          _check_fields, _check_strings,
                                          _public, _usage)
+from acor.cli.discovery.docstrings import docstring_parts
 from acor.cli.discovery.fields import ACOR_FIELDS
 from acor.cli.discovery.spec import ToolSpec
 
@@ -221,7 +222,7 @@ def _source(node: ast.expr) -> str:
 def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
           path: str, folder: str, origin: str) -> ToolSpec:
     options = _options(module, node)
-    description, arg_help = _docstring(ast.get_docstring(node))
+    description, arg_help = docstring_parts(ast.get_docstring(node))
     schema, plan = _Signature(module, node, arg_help).build()
     data: dict[str, Any] = {"name": node.name, "entry": ENTRY,
                             "description": description, **options}
@@ -278,37 +279,6 @@ def _options(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef
             options[keyword.arg] = _literal(keyword.value,
                                             f"@tool({keyword.arg}=...)")
     return options
-
-
-def _docstring(text: str | None) -> tuple[str, dict[str, str]]:
-    """The first paragraph, on one line, and each parameter's description
-    from an ``Args:`` (or ``Arguments:``, ``Parameters:``) section."""
-    if not text:
-        return "", {}
-    paragraphs = text.strip().split("\n\n")
-    description = " ".join(line.strip() for line in
-                           paragraphs[0].splitlines())
-    helps: dict[str, str] = {}
-    current, indent, inside = None, None, False
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped in ("Args:", "Arguments:", "Parameters:"):
-            inside, indent = True, None
-            continue
-        if not inside or not stripped:
-            continue
-        depth = len(line) - len(line.lstrip())
-        if indent is None:
-            indent = depth
-        if depth < indent or (depth == indent and ":" not in stripped):
-            inside = False
-        elif depth == indent:
-            head, _, rest = stripped.partition(":")
-            current = head.split("(")[0].strip().lstrip("*")
-            helps[current] = rest.strip()
-        elif current is not None:
-            helps[current] = f"{helps[current]} {stripped}".strip()
-    return description, helps
 
 
 class _Signature:
