@@ -20,7 +20,10 @@ __all__ = [
     "AcorError",
     "AcorStateError",
     "AcorTool",
+    "Arg",
+    "Human",
     "Parser",
+    "Secret",
     "ToolState",
     "__version__",
     "args",
@@ -30,6 +33,7 @@ __all__ = [
     "grammar",
     "parse",
     "render",
+    "tool",
 ]
 
 # Where each lazy name lives: (module, attribute or None for the module).
@@ -37,6 +41,10 @@ _LAZY = {
     "__version__": ("events", "__version__"),
     "AcorTool": ("tool", "AcorTool"),
     "ToolState": ("toolstate", "ToolState"),
+    "tool": ("functions", "tool"),
+    "Arg": ("functions", "Arg"),
+    "Human": ("functions", "Human"),
+    "Secret": ("functions", "Secret"),
     "AcorError": ("errors", "AcorError"),
     "AcorStateError": ("errors", "AcorStateError"),
     "parse": ("grammar", "parse"),
@@ -56,6 +64,7 @@ if TYPE_CHECKING:
     from . import args, events, exitcodes, framing, grammar
     from .events import __version__
     from .errors import AcorError, AcorStateError
+    from .functions import Arg, Human, Secret, tool
     from .grammar import Parser, parse, render
     from .tool import AcorTool
     from .toolstate import ToolState

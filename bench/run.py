@@ -17,6 +17,7 @@ from harness import QUICK, broken, scale, table
 from workspace import NotInstalled, clean_env, installed_acor, make_project
 
 import budget
+import functions
 import mcp_rows
 import progress
 import startup
@@ -93,6 +94,8 @@ def rows(work, env):
                     "2,000 progress + 2,000 checkpoints", 60)),
         measure("checkpoint", 2.0, "ms", budget.checkpoint_cost),
     ]
+    results += [measure(name, target, unit, lambda row=row: row(env, work))
+                for name, target, unit, row in functions.ROWS]
     if not ONLY:
         results += startup.discovery(env, big, small)
         results += mcp_rows.mcp_rows()

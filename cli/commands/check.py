@@ -37,6 +37,15 @@ def read_manifest(path: str) -> tuple[object, Violation | None]:
                                f"json.tool {path}` shows where).")
 
 
+def _manifest_data(target: Target) -> tuple[object, Violation | None]:
+    """The manifest to check: the file, or the one a function tool's
+    source stands for (:func:`acor.cli.discovery.functions.manifest_of`)."""
+    if target.manifest_path.endswith(".py") and target.spec is not None:
+        from acor.cli.discovery.functions import manifest_of
+        return manifest_of(target.spec), None
+    return read_manifest(target.manifest_path)
+
+
 def example_argv(spec, example: dict) -> list[str]:
     """The argv an example stands for: a list as it is, an object turned
     into one as `acor call` does (raises its UsageError)."""
@@ -68,7 +77,7 @@ def check(target: Target) -> dict:
               "conforms": False, "violations": [], "warnings": [],
               "examples": []}
     found = []
-    data, unreadable = read_manifest(target.manifest_path)
+    data, unreadable = _manifest_data(target)
     if unreadable is not None:
         found.append(unreadable)
     else:

@@ -1,4 +1,5 @@
-"""``acor new NAME [--dir DIR] [--wrap "PROGRAM ARGS..."]``: start a tool.
+"""``acor new NAME [--dir DIR] [--wrap "PROGRAM ARGS..."] [--approval]
+[--function]``: start a tool.
 
 Without ``--wrap``: a tool folder that works as it is, to change into your
 own: ``manifest.json`` (with an ``args`` schema and ``examples``),
@@ -10,6 +11,10 @@ With ``--approval``: a tool folder whose dangerous step waits for a
 person (an argument only a person may give), with its tests.
 
 With ``--wrap``: a wrapper manifest ``NAME.json`` for a plain program.
+
+With ``--function``: ``NAME.py``, one typed ``@tool`` function (its schema
+read from the signature, :mod:`acor.cli.discovery.functions`), and
+``test_NAME.py`` beside it; both pass as they are.
 
 Nothing is overwritten; the next commands are printed.
 """
@@ -25,6 +30,8 @@ import shutil
 import click
 
 from acor import exitcodes
+
+from acor.cli.commands.function_template import function_files
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 
@@ -389,16 +396,18 @@ def _refuse(title: str, recovery: str) -> int:
 @click.option("--approval", is_flag=True,
               help="A tool whose dangerous step waits for a person's "
                    "approval (an argument only a person may give).")
+@click.option("--function", is_flag=True,
+              help="A function tool: one typed Python function in NAME.py "
+                   "(its schema read from the signature), and its test.")
 def new_command(name: str, directory: str | None, wrap: str | None,
-                approval: bool = False) -> int:
+                approval: bool = False, function: bool = False) -> int:
     """Create tool NAME: a working tool folder (manifest with args and
     examples, cli.py, a test) or, with --wrap, a wrapper manifest. Nothing
     is overwritten."""
     problem = name_problem(name)
-    if approval and wrap is not None:
-        return _refuse("--approval and --wrap do not go together: a wrapped "
-                       "program cannot read a person's answer",
-                       f"Run `acor new {name} --approval` for a tool folder.")
+    conflict = _conflict(name, wrap, approval, function)
+    if conflict is not None:
+        return conflict
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
@@ -420,6 +429,8 @@ def new_command(name: str, directory: str | None, wrap: str | None,
         if not argv:
             return _refuse("--wrap needs a program", 'For example: '
                            f'acor new {name} --wrap "ruff check".')
+    if function:
+        return _new_function(name, tools_dir, config)
     target = os.path.join(tools_dir, name + (".json" if argv else ""))
     for existing in (os.path.join(tools_dir, name),
                      os.path.join(tools_dir, name + ".json")):
@@ -454,6 +465,46 @@ def new_command(name: str, directory: str | None, wrap: str | None,
                                   shlex.quote(_shown(target))))
     if not argv:
         click.echo("  " + _test_command(target))
+    return exitcodes.OK
+
+
+def _conflict(name: str, wrap: str | None, approval: bool,
+              function: bool) -> int | None:
+    """The refusal of options that do not go together, or None."""
+    if approval and wrap is not None:
+        return _refuse("--approval and --wrap do not go together: a wrapped "
+                       "program cannot read a person's answer",
+                       f"Run `acor new {name} --approval` for a tool folder.")
+    if function and (approval or wrap is not None):
+        return _refuse("--function does not go with --approval or --wrap",
+                       f"Run `acor new {name} --function` alone.")
+    return None
+
+
+def _new_function(name: str, tools_dir: str, config) -> int:
+    """Write a function tool and its test into ``tools_dir``."""
+    files = function_files(name)
+    for rel in (*files, name, name + ".json"):
+        existing = os.path.join(tools_dir, rel)
+        if os.path.lexists(existing):
+            return _refuse(f"{_shown(existing)} already exists",
+                           "Nothing was written. Choose another name, or "
+                           "remove it first if you mean to start over.")
+    os.makedirs(tools_dir, exist_ok=True)
+    for rel, text in files.items():
+        _write(os.path.join(tools_dir, rel), text)
+    source, test = (os.path.join(tools_dir, rel) for rel in files)
+    click.echo(f"Created {_shown(source)} (the tool: one typed function) "
+               f"and {_shown(test)}.")
+    found = tools_dir in config.tools_dirs
+    if not found:
+        click.echo(f"warning: {_shown(tools_dir)} is not one of this "
+                   "project's tools dirs, so `acor " + name + "` will not "
+                   "find it: add it to tools_dirs in .acor/config.yaml.")
+    click.echo("Next:")
+    click.echo("  acor check " + (name if found else
+                                  shlex.quote(_shown(source))))
+    click.echo("  " + _test_command(test))
     return exitcodes.OK
 
 

@@ -1,10 +1,11 @@
 """Find the tools: scan the tools dirs, build a :class:`Registry`.
 
-A tools dir holds tool folders (``<folder>/manifest.json``) and wrapper
-manifests (``<name>.json``), checked by :mod:`cli.manifest`: a bad one is
-skipped with a reason and a fix (``acor doctor`` lists them) while the
-others keep working. Programs must resolve, symlinks and ``..`` included,
-inside their tool folder. When two manifests claim one name, the first
+A tools dir holds tool folders (``<folder>/manifest.json``), wrapper
+manifests (``<name>.json``) and Python files of ``@tool`` functions
+(:mod:`acor.cli.discovery.functions`), checked by :mod:`cli.manifest`: a
+bad one is skipped with a reason and a fix (``acor doctor`` lists them)
+while the others keep working. Programs must resolve, symlinks and ``..``
+included, inside their tool folder. When two manifests claim one name, the first
 tools dir wins (within a dir, the first file name) and the other is
 reported as shadowed.
 
@@ -190,29 +191,70 @@ def scan(config, fingerprint=None):
                 continue
             path = os.path.join(tools_dir, name)
             try:
-                specs = _load(path, name, dir_real, fp, origin)
+                specs, refused = _load_all(path, name, dir_real, fp, origin)
             except ManifestError as exc:
+                specs, refused = [], [exc]
+            for problem in refused:
                 registry.skipped.append(Skipped(
-                    path=printable(path), reason=exc.reason,
-                    recovery=exc.recovery,
-                    name=exc.name or os.path.splitext(name)[0]))
-                continue
+                    path=printable(path), reason=problem.reason,
+                    recovery=problem.recovery,
+                    name=problem.name or os.path.splitext(name)[0]))
             for spec in specs:
                 _add(registry, spec, origin)
     return registry
 
 
 def _add(registry, spec, origin):
-    """``spec`` in ``registry``, unless an earlier tool has its name."""
+    """``spec`` in ``registry``, or shadowed by the tool of its name."""
     winner = registry.tools.get(spec.name)
     if winner is None:
         registry.tools[spec.name] = spec
     else:
         registry.shadowed.append(Shadowed(
             name=spec.name, winner_path=winner.path,
-            loser_path=spec.path,
+            loser_path=spec.manifest_path if spec.path == winner.path
+            else spec.path,
             override=origin.startswith("package ") and
             not (winner.origin or "").startswith("package ")))
+
+
+def _load_all(path, name, dir_real, fp, origin):
+    """The tools at ``path`` and the ManifestErrors of the refused ones:
+    the functions of a ``.py`` file (:mod:`acor.cli.discovery.functions`),
+    else the manifest :func:`_load` reads (one tool, or one per command
+    of a click program)."""
+    if name.endswith(".py"):
+        return _functions(path, dir_real, fp, origin)
+    return _load(path, name, dir_real, fp, origin), []
+
+
+def _functions(path, dir_real, fp, origin):
+    """The function tools of source file ``path``, under the rules of a
+    manifest: inside the tools dir, owned as :mod:`acor.cli.discovery.trust`
+    says, fingerprinted whole (its signatures are its schema). A file
+    with no ``@tool`` is not a tool, as a README is not."""
+    from acor.cli.discovery.functions import function_specs, marked
+    from acor.cli.discovery.manifest import ManifestError, check_inside
+    st = fp.stat(path)
+    if st is None or not stat.S_ISREG(st.st_mode):
+        return [], []
+    try:
+        # O_NONBLOCK: a FIFO swapped in since the stat must not hang acor.
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as f:
+            raw = f.read((1 << 20) + 1)
+    except OSError:
+        return [], []
+    if not marked(raw):
+        return [], []
+    stem = os.path.splitext(os.path.basename(path))[0]
+    try:
+        check_inside(dir_real, path, "the source file")
+        if not _packaged(origin):
+            _owner_check(path, st, "the source file")
+    except ManifestError as exc:
+        exc.name = stem
+        return [], [exc]
+    return function_specs(path, raw, os.path.dirname(path), origin)
 
 
 def sources(config, registry, fp):

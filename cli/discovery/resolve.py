@@ -1,7 +1,7 @@
 """A tool named on the command line by its name or by its path (a tool
-folder, its ``manifest.json``, or a wrapper's ``<name>.json``), found as
-discovery finds it: ``acor check`` and the pytest plugin's ``acor_run``
-take either."""
+folder, its ``manifest.json``, a wrapper's ``<name>.json``, or the ``.py``
+file of a function tool), found as discovery finds it: ``acor check`` and
+the pytest plugin's ``acor_run`` take either."""
 
 from __future__ import annotations
 
@@ -26,7 +26,8 @@ class Target:
 
 
 def looks_like_path(ref: str) -> bool:
-    return os.sep in ref or "/" in ref or ref.endswith(".json") or \
+    return os.sep in ref or "/" in ref or \
+        ref.endswith((".json", ".py")) or \
         os.path.isfile(os.path.join(ref, "manifest.json"))
 
 
@@ -47,8 +48,8 @@ def resolve(ref: str, cwd: str | None = None,
         return Target(spec.name, spec.manifest_path, spec, None, registry)
     skipped = registry.skipped_named(ref)
     if skipped is not None:
-        path = skipped.path if skipped.path.endswith(".json") else \
-            os.path.join(skipped.path, "manifest.json")
+        path = skipped.path if skipped.path.endswith((".json", ".py")) \
+            else os.path.join(skipped.path, "manifest.json")
         return Target(ref, path, None, skipped, registry)
     from acor.cli.errors import unknown_tool
     raise unknown_tool(ref, registry, [], ["acor", "check"])
@@ -69,10 +70,16 @@ def _resolve_path(path, config):
     config.tools_dirs = [os.path.dirname(entry)]
     registry = scan(config)
     real = os.path.realpath(entry)
-    spec = next((s for s in registry.tools.values()
-                 if os.path.realpath(s.path) == real), None)
+    # A function tool's path is its tools dir; its file is where it is
+    # written (the one named after the file, of several in one).
+    found = [s for s in registry.tools.values()
+             if os.path.realpath(s.path) == real or
+             os.path.realpath(s.manifest_path) == real]
+    stem = os.path.splitext(os.path.basename(entry))[0]
+    spec = next((s for s in found if s.name == stem), None) or \
+        next(iter(found), None)
     skipped = next((s for s in registry.skipped
                     if os.path.realpath(s.path) == real), None)
-    name = spec.name if spec else os.path.basename(entry).removesuffix(
-        ".json")
+    name = spec.name if spec else os.path.splitext(
+        os.path.basename(entry))[0]
     return Target(name, path, spec, skipped, registry)

@@ -15,6 +15,8 @@ class ToolSpec(Record):
     """A runnable tool. ``argv`` is complete but for the user's arguments;
     ``path`` is the tool folder (acor) or the manifest file (wrapped);
     ``origin`` says where it was found (a tools dir, a package).
+    ``output_schema``: the MCP ``outputSchema`` a function tool's return
+    annotation says (:mod:`acor.cli.discovery.functions`), else None.
     ``args_schema`` is the manifest's ``args``; ``args_public`` the same as
     agents see it (:func:`acor.args.public_schema`), derived at discovery
     like ``usage``, so that listing a thousand tools derives nothing.
@@ -28,7 +30,8 @@ class ToolSpec(Record):
              "manifest_path", "argv", "timeout", "idle_timeout", "usage",
              "progress_pattern", "errors", "cwd_mode", "warnings",
              "args_schema", "args_public", "stdin", "examples",
-             "annotations", "origin", "warm", "max_output", "sandbox")
+             "annotations", "origin", "warm", "max_output", "sandbox",
+             "output_schema")
 
     @property
     def args_schema(self):

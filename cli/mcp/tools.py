@@ -108,7 +108,7 @@ class Catalog:
         for spec in self.served(registry):
             budget = output_budget(spec, registry.config)
             key = (spec.description, spec.usage, spec.args_public,
-                   spec.annotations, budget)
+                   spec.annotations, budget, spec.output_schema)
             entry = self._built.get(spec.name)
             if entry is None or entry[0] != key:
                 entry = (key, mcp_tool(spec, budget))
@@ -173,6 +173,8 @@ def mcp_tool(spec: ToolSpec, budget: int | None = None) -> dict[str, Any]:
     annotations = tool_annotations(spec)
     if annotations:
         tool["annotations"] = annotations
+    if spec.output_schema:  # a function tool's return annotation
+        tool["outputSchema"] = spec.output_schema
     if budget:
         tool["_meta"] = {RESULT_SIZE_META: budget + RESULT_FRAME_CHARS}
     return tool
