@@ -134,7 +134,7 @@ def _import(env, work):
 
 def _lines(env, work):
     """The new user's tool as a function, as docs/authoring.md writes it
-    (and tests/test_function_tools.py runs it): its non-blank lines."""
+    (and tests/launcher/discovery/test_function_tools.py runs it): its non-blank lines."""
     with open(os.path.join(REPO, "docs", "authoring.md")) as f:
         blocks = dict(re.findall(r"<!-- tool: (\w+) -->\n```\w+\n(.*?)```",
                                  f.read(), re.S))
