@@ -39,7 +39,7 @@ __all__ = [
 # Where each lazy name lives: (module, attribute or None for the module).
 _LAZY = {
     "__version__": ("events", "__version__"),
-    "AcorTool": ("tool", "AcorTool"),
+    "AcorTool": ("acortool", "AcorTool"),
     "ToolState": ("toolstate", "ToolState"),
     "tool": ("functions", "tool"),
     "Arg": ("functions", "Arg"),
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from .errors import AcorError, AcorStateError
     from .functions import Arg, Human, Secret, tool
     from .grammar import Parser, parse, render
-    from .tool import AcorTool
+    from .acortool import AcorTool
     from .toolstate import ToolState
 
 

@@ -35,7 +35,7 @@ from typing import Any
 import click
 
 from acor import exitcodes
-from acor.tool import AcorTool, ToolState
+from acor.acortool import AcorTool, ToolState
 
 
 class _Echo(io.TextIOBase):

@@ -138,7 +138,7 @@ class _Module:
     def _import_from(self, node: ast.ImportFrom) -> None:
         for alias in node.names:
             local = alias.asname or alias.name
-            if node.module in ("acor", "acor.functions", "acor.tool") and \
+            if node.module in ("acor", "acor.functions") and \
                     alias.name in _MARKERS:
                 self.names[local] = alias.name
             elif node.module in ("typing", "typing_extensions", "enum",

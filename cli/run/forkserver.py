@@ -53,7 +53,7 @@ MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
 MAX_FDS = 16              # stdio, the call's socket, a few passed fds
 # The modules a run of a typical tool imports lazily (measured on a run of
 # tools/hello): imported once here so that no call pays for them again.
-PRELOAD = ("acor.tool", "acor.progress", "acor.resumable", "acor.args",
+PRELOAD = ("acor.acortool", "acor.progress", "acor.resumable", "acor.args",
            "acor.argparsing", "acor.checks", "acor.grammar", "acor.layout",
            "acor.escaping", "acor.events", "acor.quick", "acor.sessions",
            "argparse", "json", "re", "traceback", "linecache", "fcntl",

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import acor.tool as tool_module
+import acor.acortool as tool_module
 from acor import AcorStateError, AcorTool, argparsing, args, grammar
 from acor.events import Error, InputNeeded, Output, Status
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import acor.tool as tool_module
+import acor.acortool as tool_module
 import acor.quick as quick
 from acor import AcorStateError, AcorTool, grammar
 from acor.events import Output, Progress, Status

@@ -27,7 +27,7 @@ from markdown_it.common import utils as md_utils
 from acor import AcorTool, ToolState
 from acor.events import (AIDirective, Checkpoint, Error, InputNeeded, Output,
                          OutputData, Progress, Session, Status, Suggestions)
-import acor.tool as acor_tool
+import acor.acortool as acor_tool
 from acor.events import Heartbeat
 from acor.decode import StreamDecoder
 from acor.grammar import (Parser, fold_newlines, is_error_code, parse,

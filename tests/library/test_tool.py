@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-import acor.tool as tool_module
+import acor.acortool as tool_module
 from acor import AcorStateError, AcorTool, ToolState, exitcodes, framing
 from acor.events import (AIDirective, Error, InputNeeded, Output, OutputData,
                          Heartbeat, Progress, Status, Suggestions, Text)

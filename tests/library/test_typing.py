@@ -25,7 +25,7 @@ def mypy(path, tmp_path):
 def test_the_public_api_has_its_real_types(tmp_path):
     code, out = mypy(HERE / "usage_ok.py", tmp_path)
     assert code == 0, out
-    assert 'Revealed type is "acor.tool.AcorTool"' in out, out
+    assert 'Revealed type is "acor.acortool.AcorTool"' in out, out
     assert 'Revealed type is "acor.cli.run.result.RunResult"' in out, out
 
 

@@ -514,7 +514,7 @@ def run_inprocess(monkeypatch, tmp_path):
     import io
     import runpy
 
-    import acor.tool as tool_module
+    import acor.acortool as tool_module
 
     def run_here(script, *argv):
         seen = []

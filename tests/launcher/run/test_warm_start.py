@@ -82,7 +82,7 @@ def test_a_warm_run_is_forked_not_started(tools, starter):
         import sys
         from acor import AcorTool
         with AcorTool() as tool:
-            tool.output({"orig": sys.orig_argv, "mods": "acor.tool" in
+            tool.output({"orig": sys.orig_argv, "mods": "acor.acortool" in
                          sys.modules})
     """)
     cold, warm = both("origin", (), starter)

@@ -476,16 +476,3 @@ class AcorTool(ProgressMixin, ResumableMixin):
             self._require_running("heartbeat")
             self._write_raw(line)
         return self
-
-
-class _ToolModule(type(sys)):  # type: ignore[misc]
-    """This module, callable as acor.functions' ``@tool``: importing it
-    binds it as the package's ``tool`` attribute (Python does that for
-    every submodule), where ``from acor import tool`` finds it."""
-
-    def __call__(self, *args: "Any", **options: "Any") -> "Any":
-        from .functions import tool  # only function tools pay for it
-        return tool(*args, **options)
-
-
-sys.modules[__name__].__class__ = _ToolModule
