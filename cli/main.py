@@ -1,5 +1,5 @@
 """The ``acor`` command: parse the global options, then run a tool
-(:func:`acor.cli.human.ask.run_and_ask`) or hand a built-in command to the
+(:func:`acor.cli.terminal.ask.run_and_ask`) or hand a built-in command to the
 click application (:mod:`acor.cli.commands.app`).
 
 ``acor <tool> args`` is the hot path an agent pays for on every call, so its
@@ -18,6 +18,7 @@ from acor.cli.durations import check_seconds
 from acor.cli.errors import LauncherError, UsageError
 from acor.cli.output.formats import FORMATS, report
 from acor.cli.signals import EarlySignals
+from acor.cli.sizes import parse_size
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
@@ -134,7 +135,6 @@ def _check_options(options, argv, where):
                                  next=_corrected(argv, where, key,
                                                  good)) from None
     if "max_output" in options:
-        from acor.cli.output.budget import parse_size
         try:
             options["max_output"] = parse_size(options["max_output"])
         except ValueError as exc:
@@ -227,7 +227,7 @@ def _run(argv, early, fmt, out):
             # click: the cold path only
             from acor.cli.commands.app import run_command
             return run_command(argv, fmt, early, out=out)
-        from acor.cli.human.ask import run_and_ask
+        from acor.cli.terminal.ask import run_and_ask
         return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
         return report(exc, fmt, out=out)

@@ -12,7 +12,7 @@
 
 The launcher runs in the test process, through the same runner as
 ``acor``; the tool runs in its own process. ``acor_run`` returns the run's
-:class:`~acor.cli.runner.RunResult`: ``.exit_code``, ``.state``,
+:class:`~acor.cli.run.result.RunResult`: ``.exit_code``, ``.state``,
 ``.events``, ``.data``, ``.errors``, ``.stderr``, ``.duration`` and
 ``.of(event_type)``.
 
@@ -98,22 +98,19 @@ def acor_run(_acor_warm_start):
         if args is not None and argv:
             raise TypeError("acor_run takes an argv or args=, not both")
         from acor.cli.run.launch import run
+        from acor.cli.run.request import build_request
         cwd = None if cwd is None else os.fspath(cwd)
         tool, registry = _tool(name, cwd)
         if args is not None:
-            if isinstance(tool, str):
-                from acor.cli.discovery.registry import load_registry
-                registry = load_registry(cwd=cwd)
-                spec = registry.get(tool)
-                if spec is None:  # the runner says why, as acor would
-                    return run(tool, [], registry=registry, cwd=cwd,
-                               warm=_acor_warm_start)
-                tool = spec
-            argv = _argv_from_values(tool, args)
+            request = build_request(tool, (), registry=registry, cwd=cwd)
+            if request.spec is None:  # the runner says why, as acor would
+                return run(request, warm=_acor_warm_start)
+            argv = _argv_from_values(request.spec, args)
             if not isinstance(argv, list):
-                return _usage_result(tool, argv)
-        return run(tool, [os.fspath(a) for a in argv], registry=registry,
-                   cwd=cwd, timeout=timeout, warm=_acor_warm_start,
-                   human=human)
+                return _usage_result(request.spec, argv)
+            tool, registry = request.spec, request.registry
+        return run(build_request(tool, [os.fspath(a) for a in argv],
+                                 registry=registry, cwd=cwd, timeout=timeout,
+                                 human=human), warm=_acor_warm_start)
 
     return run_tool

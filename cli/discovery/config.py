@@ -30,6 +30,7 @@ from acor.errors import AcorError
 
 from acor.cli.discovery.cache import Record
 from acor.cli.durations import MAX_SECONDS, check_seconds
+from acor.cli.sizes import DEFAULT_MAX_OUTPUT, parse_size
 from acor.cli.textsafe import printable
 
 CONFIG_FILE = os.path.join(".acor", "config.yaml")
@@ -38,6 +39,9 @@ MAX_YAML_DEPTH = 16
 MAX_YAML_VALUES = 10_000
 MAX_UNKNOWN_REPORTED = 10
 DEFAULT_TOOLS_DIRS = (os.path.join(".acor", "tools"), "tools", "manifests")
+# The launcher's one default state dir (relative to the project root); the
+# library keeps its own, for a tool run without acor (acor.sessions).
+DEFAULT_STATE_DIR = os.path.join(".acor", "state")
 FORMATS = ("markdown", "json", "rich")
 # key -> (default, an example value for messages)
 KEYS = {
@@ -46,8 +50,8 @@ KEYS = {
     "idle_timeout": (None, "30"),
     "format": (None, "markdown"),
     "progress_interval": (0.1, "0.1"),
-    "state_dir": (os.path.join(".acor", "state"), ".acor/state"),
-    "max_output": (32 * 1024, "32k"),
+    "state_dir": (DEFAULT_STATE_DIR, ".acor/state"),
+    "max_output": (DEFAULT_MAX_OUTPUT, "32k"),
     "sandbox": (None, "default"),
 }
 
@@ -226,7 +230,6 @@ def read_config(path, cwd):
         wrong("format", "one of markdown, json, rich (or null)",
               values["format"])
     if values["max_output"] is not None:
-        from acor.cli.output.budget import parse_size
         try:
             values["max_output"] = parse_size(values["max_output"],
                                               "max_output")

@@ -36,14 +36,15 @@ from mcp.shared.exceptions import MCPError
 
 from acor.events import Heartbeat, InputNeeded
 
-from acor.cli.human.approval import (APPROVAL_TTL, fields_of, for_person,
-                                     request_lines)
+from acor.cli.approval import (APPROVAL_TTL, fields_of, for_person,
+                               request_lines)
 from acor.cli.mcp import results as results
 from acor.cli.mcp.nextcall import tool_call
 from acor.cli.mcp.pages import Pages
 from acor.cli.arguments import call_argv
 from acor.cli.errors import UsageError
 from acor.cli.output.formats import write_stderr
+from acor.cli.run.request import build_request
 from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.tools import tool_args
 from acor.cli.mcp.versions import MODERN_VERSIONS
@@ -325,16 +326,16 @@ class CallHandler:
         cancel = Cancel()
         finished = False
         sink = _Sink(relay)
-        budgeted = _budget(sink, spec, registry)
+        # No events kept by the runner: the result is built from what the
+        # budget lets through (sink.events), so a tool writing gigabytes
+        # costs the server the budget, not the gigabytes.
+        request = build_request(spec, argv, registry=registry,
+                                timeout=self.timeout, person=True,
+                                human=human, keep_events=False)
+        budgeted = _budget(sink, request)
 
         def work():
-            # No events kept by the runner: the result is built from what
-            # the budget lets through (sink.events), so a tool writing
-            # gigabytes costs the server the budget, not the gigabytes.
-            result = self._run_tool(spec, argv, registry=registry,
-                                    timeout=self.timeout, sink=budgeted,
-                                    cancel=cancel, keep_events=False,
-                                    person=True, human=human or None)
+            result = self._run_tool(request, sink=budgeted, cancel=cancel)
             if result.events is None:
                 result.events = sink.events
             return result
@@ -364,23 +365,14 @@ class CallHandler:
         return result
 
 
-def _budget(sink, spec, registry):
-    """``sink`` within the tool's output budget (its manifest's
-    max_output, else the config's, else the default; 0: none), its whole
-    output spilled under the config's state dir."""
-    from acor.cli.output.budget import (DEFAULT_MAX_OUTPUT, Budget,
-                                        mcp_cost, output_dir)
-    config = getattr(registry, "config", None)
-    limit = spec.max_output
-    if limit is None:
-        limit = getattr(config, "max_output", None)
-    if limit is None:
-        limit = DEFAULT_MAX_OUTPUT
-    if not limit:
+def _budget(sink, request):
+    """``sink`` within the run's output budget (0: none), its whole output
+    spilled under the state dir: both worked out in the request."""
+    from acor.cli.output.budget import Budget, mcp_cost, output_dir
+    if not request.max_output:
         return sink
-    state_dir = getattr(config, "state_dir", None) or os.path.join(
-        ".acor", "state")
-    return Budget(sink, limit, output_dir(state_dir), spec.name, mcp_cost)
+    return Budget(sink, request.max_output, output_dir(request.state_dir),
+                  request.tool, mcp_cost)
 
 
 class _Sink:

@@ -23,7 +23,7 @@ import threading
 import time
 from typing import Any
 
-from acor.cli.human.approval import APPROVAL_TTL, Field, safe_line
+from acor.cli.approval import APPROVAL_TTL, Field, safe_line
 
 
 class Page:

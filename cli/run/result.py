@@ -8,13 +8,14 @@ the whole stream unless asked to (a 100 MB flood must not be kept).
 
 from __future__ import annotations
 
-
 from acor.events import (Error, Event, InputNeeded, OutputData, Progress,
                          Result, Session, Status)
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional, Union
+
+    from acor.cli.run.policy import RunPolicy
 
 STDERR_KEPT = 64 * 1024  # bytes of the tool's stderr a result keeps (the tail)
 
@@ -143,7 +144,7 @@ class Collector:
         self.asked_next: Optional[list[str]] = None
         # Set by the runner: the run's policy, and whether its caller asks
         # a person what the tool needs (the rich view, the MCP server).
-        self.policy: Any = None  # a launch._Policy (no import: a cycle)
+        self.policy: Optional[RunPolicy] = None
         # Set when the run is sandboxed: what to say on an error that
         # looks like a denial (the box, and the manifest field to change).
         self.sandbox_note: Optional[Callable[[], str]] = None
@@ -255,7 +256,7 @@ class Collector:
     # --- the end ----------------------------------------------------------
 
     def finish(self, exit_code: int, state: str, duration: float,
-               policy) -> RunResult:
+               policy: Optional[RunPolicy]) -> RunResult:
         next_argv = self.next
         if next_argv is None and policy is not None and \
                 self.audience != "human":
@@ -279,7 +280,7 @@ class Collector:
         return result
 
 
-def _next_command(policy, state: str, session: Optional[str],
+def _next_command(policy: RunPolicy, state: str, session: Optional[str],
                   fields: Optional[dict]) -> Optional[list[str]]:
     """acor's own advice when the tool gave none: a session run that did
     not complete resumes with the same command; Input Needed asks for the

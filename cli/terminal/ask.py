@@ -2,7 +2,7 @@
 
 When a run ends with ``## Input Needed`` that names its ``fields`` and
 acor's rich view is on a terminal, acor shows the request (the tool, the
-exact command, the tool's reason: :mod:`acor.cli.human.approval`) and asks
+exact command, the tool's reason: :mod:`acor.cli.approval`) and asks
 for each field once (typed; a secret with hidden input), then runs the
 same command again with the answers: an argument the command line carries
 is put in its place (a boolean answered no is left out), an argument only
@@ -20,9 +20,9 @@ import sys
 import time
 from contextlib import contextmanager
 
-from acor.cli.human.approval import (APPROVAL_TTL, Field, field_prompt,
-                                     fields_of, request_lines)
-from acor.cli.run.named import run_named
+from acor.cli.approval import (APPROVAL_TTL, Field, field_prompt,
+                               fields_of, request_lines)
+from acor.cli.terminal.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
