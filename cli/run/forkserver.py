@@ -48,6 +48,8 @@ import signal
 import socket
 import sys
 
+from acor.cli.run.process import children, end_orphans, kill_group
+
 FD_VAR = "ACOR_FORKSERVER_FD"
 MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
 MAX_FDS = 16              # stdio, the call's socket, a few passed fds
@@ -317,8 +319,12 @@ def _group_alive(pid: int) -> bool:
 def _orphans(running: dict) -> set[int]:
     """The server's children that are not running tools: daemons that
     escaped tools which have exited."""
-    from acor.cli.run.process import children
-    return children() - {call.pid for call in running.values()} - \
+    return children() - _not_orphans(running)
+
+
+def _not_orphans(running: dict) -> set[int]:
+    """The server's children that are its own: running tools, the spare."""
+    return {call.pid for call in running.values()} | \
         {spare.pid for spare in _spare}
 
 
@@ -336,22 +342,8 @@ def _reap(call: _Call, running: dict) -> None:
 
 def _end_orphans(running: dict) -> None:
     """SIGKILL and reap the server's children that are not running tools:
-    daemons that escaped tools which have exited (each killed may hand its
-    own children to us, hence the rounds)."""
-    for _ in range(100):
-        orphans = _orphans(running)
-        if not orphans:
-            return
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in orphans:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+    daemons that escaped tools which have exited."""
+    end_orphans(running=lambda: _not_orphans(running))
 
 
 def _end_all(running: dict) -> None:
@@ -362,10 +354,7 @@ def _end_all(running: dict) -> None:
 
 
 def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
+    kill_group(pid, signal.SIGKILL)
 
 
 def exit(exc: BaseException | None):

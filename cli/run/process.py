@@ -16,7 +16,7 @@ import sys
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Optional, Sequence
+    from typing import Any, Callable, Mapping, Optional, Sequence
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -91,10 +91,7 @@ class ToolProcess:
         return self.proc.poll()
 
     def kill_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.pid, sig)
 
     def reap(self, grace: float, reap_orphans: bool) -> None:
         """Wait for the tool (``grace`` seconds, then SIGKILL), then end
@@ -341,12 +338,24 @@ def libc_function(name: str):
         return None
 
 
-def end_orphans(rounds: int = 100) -> None:
-    """SIGKILL and reap every child we have left. With the subreaper set
-    and the tool reaped, these are the tool's escaped descendants; each one
-    killed hands its own children to us, hence the rounds."""
+def kill_group(pid: int, sig: int) -> None:
+    """Send ``sig`` to the process group ``pid`` leads: the tool and all
+    it started. A group already gone, or one whose member we may not
+    signal (a setuid program), is no error."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_orphans(rounds: int = 100,
+                running: Callable[[], set[int]] = set) -> None:
+    """SIGKILL and reap every child we have left but the ``running()``
+    ones. With the subreaper set and the tool reaped, these are the tool's
+    escaped descendants; each one killed hands its own children to us,
+    hence the rounds."""
     for _ in range(rounds):
-        pids = children()
+        pids = children() - running()
         if not pids:
             return
         for pid in pids:

@@ -32,7 +32,7 @@ import sys
 import threading
 
 from acor.cli.run.own_secrets import without_secrets
-from acor.cli.run.process import widen_pipe
+from acor.cli.run.process import kill_group, widen_pipe
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -194,10 +194,7 @@ class WarmProcess:
             self.returncode = -signal.SIGKILL  # its supervisor is gone
 
     def kill_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.pid, sig)
 
     def reap(self, grace: float, reap_orphans: bool) -> None:
         """Wait for the tool (``grace`` seconds, then SIGKILL), then have
