@@ -250,14 +250,12 @@ def make_app(options: HttpOptions, ready=None):
     from starlette.middleware.authentication import AuthenticationMiddleware
     from starlette.routing import Route
 
-    from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.app import build_server
     from acor.cli.mcp.tools import Catalog
     from acor.cli.run.warm import WarmStarter
 
     only = set(options.only) if options.only is not None else None
-    catalog = Catalog(lambda: load_registry(config_path=options.config_path),
-                      only)
+    catalog = Catalog.of_project(options.config_path, only)
     warm = WarmStarter()
     server = build_server(catalog, timeout=options.timeout, warm=warm,
                           key=options.key)
@@ -398,15 +396,13 @@ def serve_http(options: HttpOptions) -> int:
     """
     from acor.events import Error
 
-    from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.server import fail, sdk_problem, start_problem
     from acor.cli.mcp.tools import Catalog
     problem = sdk_problem()
     if problem is None:
         only = set(options.only) if options.only is not None else None
-        problem = start_problem(Catalog(
-            lambda: load_registry(config_path=options.config_path), only),
-            options.key)
+        problem = start_problem(Catalog.of_project(options.config_path, only),
+                                options.key)
     if problem is not None:
         return fail(problem)
     if options.workers > 1 and not (options.key or "").strip():

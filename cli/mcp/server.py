@@ -91,12 +91,11 @@ def serve(only: set[str] | None, timeout: float | None,
     problem = sdk_problem()
     if problem is not None:
         return fail(problem)
-    from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.boot import Wire, open_session
     from acor.cli.mcp.tools import Catalog
     wire = Wire.claim()
     loader = SdkLoader()
-    catalog = Catalog(lambda: load_registry(config_path=config_path), only)
+    catalog = Catalog.of_project(config_path, only)
     problem = start_problem(catalog, key)
     if problem is not None:
         return fail(problem)

@@ -12,7 +12,10 @@ discovery skipped, are reported on stderr once each.
 import re
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TextIO
+
+from acor.cli.discovery.registry import load_registry
 
 # Tool names MCP clients accept (SEP-986, as the SDK validates them).
 MCP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -51,6 +54,15 @@ class Catalog:
         self._log = log if log is not None else sys.stderr
         self._reported: set[str] = set()
         self._built: dict[str, tuple] = {}  # name -> (depends on, tool)
+
+    @classmethod
+    def of_project(cls, config_path: str | None,
+                   only: set[str] | None = None) -> "Catalog":
+        """The project's tools, discovered afresh for each listing with
+        ``config_path`` (``--config``; else ``ACOR_CONFIG``, else the
+        nearest .acor/config.yaml): the one way the server, its HTTP
+        twin and ``acor mcp --client`` build their catalog."""
+        return cls(partial(load_registry, config_path=config_path), only)
 
     def registry(self):
         """The current registry; reports what cannot be served."""
