@@ -94,11 +94,11 @@ class Record:
     FIELDS: tuple[str, ...] = ()
     _FIELD_SET: frozenset = frozenset()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         cls._FIELD_SET = frozenset(cls.FIELDS)
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: object) -> None:
         values = self.__dict__
         for name in self.FIELDS:
             values[name] = fields.pop(name, None)
