@@ -130,7 +130,7 @@ class Record:
         return f"{type(self).__name__}({fields})"
 
 
-def cache_dir():
+def cache_dir() -> str:
     """The directory holding cache files (not created here)."""
     explicit = os.environ.get("ACOR_CACHE_DIR")
     if explicit:

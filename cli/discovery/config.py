@@ -22,6 +22,8 @@ This module imports yaml only inside :func:`read_config`, which the launcher
 calls only when its cache is stale (see :mod:`cli.cache`).
 """
 
+from __future__ import annotations
+
 import os
 import stat
 

@@ -36,6 +36,7 @@ from acor.cli.arguments import ARGS_ENV_LIMIT, ARGS_FILE_VAR, ARGS_VAR, \
     argv_json, reads_args_json
 from acor.cli.errors import LauncherError
 from acor.cli.run import process
+from acor.cli.run.box import Unenforceable, open_box
 from acor.cli.run.policy import RunPolicy
 from acor.cli.run.result import Collector, RunResult
 from acor.cli.signals import Cancel
@@ -242,20 +243,16 @@ def _tool_argv(spec: ToolSpec, policy: RunPolicy) -> list[str]:
 def _box(request: RunRequest, spec: ToolSpec, policy: RunPolicy,
          collector: Collector, run_env: dict[str, str], made: ExitStack
          ) -> Optional[Box]:
-    """The run's sandbox, resolved (None: none), with its temp dir made
-    and removed when ``made`` closes. _NotStarted: the kernel cannot
-    enforce the box the tool declares."""
-    declared = _declared_box(spec, policy.config, request.sandbox)
-    if declared is None:
+    """The run's sandbox (:mod:`cli.run.box`; None: none), its note on a
+    denial given to the collector. _NotStarted: the kernel cannot enforce
+    the box the tool declares."""
+    try:
+        opened = open_box(request, spec, policy, run_env, made)
+    except Unenforceable as exc:
+        raise _NotStarted(exc.error) from None
+    if opened is None:
         return None
-    from acor.cli.discovery.cache import cache_dir
-    from acor.cli.sandbox import kernel
-    lacks = kernel.missing(declared, kernel.offers(cache_dir()))
-    if lacks:
-        raise _NotStarted(_sandbox_unavailable(spec, policy, lacks))
-    box = _make_box(declared, spec, policy, request.cwd, run_env)
-    made.callback(_remove_tmpdir, run_env)
-    collector.sandbox_note = lambda: _sandbox_note(spec, declared)
+    box, collector.sandbox_note = opened
     return box
 
 
@@ -345,62 +342,6 @@ def _spawn(warm, spec, argv, **how):
     return process.ToolProcess(argv, alone=alone, **how)
 
 
-# The box `acor check` runs examples in: code from a repository that may
-# not be trusted writes only a temp dir and reaches no network.
-CHECK_BOX = {"write": [], "network": False}
-
-
-def _declared_box(spec, config, mode: Optional[str]) -> Optional[dict]:
-    """The sandbox this run gets, as declared (None: none)."""
-    mode = mode or (config.sandbox if config is not None else None)
-    if mode == "off":
-        return None
-    if mode == "check":
-        read = (spec.sandbox or {}).get("read")
-        return dict(CHECK_BOX, **({"read": read} if read is not None
-                                  else {}))
-    if spec.sandbox is not None:
-        return spec.sandbox
-    if mode == "default":
-        from acor.cli.sandbox.policy import DEFAULT
-        return DEFAULT
-    return None
-
-
-def _make_box(declared, spec, policy, cwd, run_env):
-    """The resolved box, with the run's private TMPDIR made and named."""
-    from acor.cli.sandbox.policy import (guarded, own_folder,
-                                         private_tmpdir, resolve)
-    tmpdir = private_tmpdir(spec.name)
-    for name in ("TMPDIR", "TMP", "TEMP"):
-        run_env[name] = tmpdir
-    config = policy.config
-    here = os.path.abspath(cwd or os.getcwd())
-    root = config.root if config is not None else \
-        os.path.abspath(policy.cwd(cwd) or here)
-    tool_dir = spec.path if spec.kind == "acor" else None
-    own = own_folder(config.state_dir, spec.name, root) \
-        if config is not None and spec.kind == "acor" else None
-    from acor.cli.discovery.cache import cache_dir
-    from acor.cli.discovery.sources import user_tools_dir
-    from acor.cli.discovery.trust import trust_file
-    users = [cache_dir(), os.path.dirname(trust_file()), user_tools_dir()]
-    return resolve(declared, root, tool_dir, tmpdir,
-                   guarded(root, config, here, users), own)
-
-
-def _sandbox_note(spec, declared: dict) -> str:
-    """The recovery added to an error that looks like a denial."""
-    import json
-    where = f"the \"sandbox\" field of {spec.manifest_path}" \
-        if spec.sandbox is not None else \
-        "the default box (--sandbox or `sandbox: default` in the config)"
-    return (f"This tool runs in a sandbox ({json.dumps(declared)}): it may "
-            "write only there and in its temp dir, and reach a network only "
-            "with \"network\": true. If the denial is one the tool should "
-            f"not get, widen {where} (\"write\", \"read\", \"network\").")
-
-
 def _pass_args(args_json: str, run_env: dict) -> Optional[str]:
     """Give the tool its validated arguments: in ``ACOR_ARGS``, or, when
     too large for the environment, in a file only this user may read
@@ -429,33 +370,6 @@ def _remove_args_file(path: Optional[str]) -> None:
             os.unlink(path)
         except OSError:
             pass
-
-
-def _remove_tmpdir(run_env) -> None:
-    from acor.cli.sandbox.policy import remove_tree
-    remove_tree(run_env["TMPDIR"])
-
-
-def _sandbox_unavailable(spec, policy, lacks: list[str]) -> Error:
-    """Fail closed: a declared sandbox this kernel cannot enforce. The
-    override is shown for a person to choose, never as the next command:
-    an agent that follows `next` must not leave the box on its own."""
-    import shlex
-
-    from acor.cli.sandbox.kernel import SOCKETS
-    unboxed = shlex.join(["acor", "--no-sandbox", spec.name, *policy.args])
-    sockets = (" A tool that needs UNIX sockets may instead declare "
-               "\"unix_sockets\": true in its box (then it may connect to "
-               "any socket file it can reach).") if SOCKETS in lacks else ""
-    return Error(
-        f"Tool '{spec.name}' declares a sandbox this kernel cannot enforce",
-        "E_SANDBOX_UNAVAILABLE", "missing: " + "; ".join(lacks),
-        "The tool was not run. Run it on a kernel that offers these (`acor "
-        "doctor` says what this one does). Only if a person trusts the tool "
-        "with all their rights, they may run it without the sandbox: "
-        f"`{unboxed}`, or put `sandbox: \"off\"` in .acor/config.yaml. An "
-        "agent should ask its user, not do this itself." + sockets,
-        ["acor", "doctor"])
 
 
 def _failed(collector, error: Error, exit_code: int, started) -> RunResult:
