@@ -43,17 +43,21 @@ from acor.cli.signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Callable, Optional
+    from types import FrameType
+    from typing import Any, Callable, Optional, Union
 
+    from acor.cli.discovery.config import Config
     from acor.cli.discovery.spec import ToolSpec
-    from acor.cli.run.process import ToolProcess
+    from acor.cli.run.process import RunningTool
     from acor.cli.run.protocols import AcorProtocol, WrappedProtocol
     from acor.cli.run.relay import Sink
     from acor.cli.run.request import RunRequest
-    from acor.cli.run.warm import WarmProcess, WarmStarter
+    from acor.cli.run.warm import WarmStarter
     from acor.cli.sandbox.policy import Box
 
     EventCallback = Callable[[Event], None]
+    Handlers = dict[int, Union[Callable[[int, Optional[FrameType]], Any],
+                               int, signal.Handlers, None]]
 
 __all__ = ["Cancel", "RunResult", "run"]
 
@@ -273,7 +277,7 @@ def _args_passed(args_json: str, run_env: dict[str, str], spec: ToolSpec,
 def _started(warm: Optional[WarmStarter], request: RunRequest,
              spec: ToolSpec, argv: list[str], run_env: dict[str, str],
              pass_fds: tuple[int, ...], alone: bool, box: Optional[Box]
-             ) -> ToolProcess | WarmProcess:
+             ) -> RunningTool:
     """The tool's process, with a person's answers on a pipe of its own;
     _NotStarted: it cannot start."""
     human_fd = None
@@ -302,7 +306,7 @@ def _started(warm: Optional[WarmStarter], request: RunRequest,
 VENV_DIRS = (".venv", "venv")
 
 
-def project_python(cwd: Optional[str], config) -> str:
+def project_python(cwd: Optional[str], config: Optional[Config]) -> str:
     """The project's interpreter: ``.venv/bin/python`` (or ``venv``) in
     the run's directory or the project root, else the active virtualenv
     (``$VIRTUAL_ENV``), else acor's own. A venv another user owns, or
@@ -327,22 +331,28 @@ def project_python(cwd: Optional[str], config) -> str:
     return sys.executable
 
 
-def _spawn(warm, spec, argv, **how):
+def _spawn(warm: Optional[WarmStarter], spec: ToolSpec, argv: list[str], *,
+           cwd: Optional[str], env: dict[str, str], pass_fds: tuple[int, ...],
+           inherit_stdin: bool, alone: bool,
+           sandbox: Optional[dict[str, Any]]) -> RunningTool:
     """The tool's process: forked warm when it may be, else executed by
     the fork server (a long-lived caller's supervisor of every tool), else
     started on its own."""
-    alone = how.pop("alone", False)
     if warm is not None and warm.serving():
         from acor.cli.run.warm import WarmStartUnavailable
-        python = spec.warm and warm.eligible(argv, how["env"])
+        python = spec.warm and warm.eligible(argv, env)
         try:
-            return warm.spawn(argv, program=not python, **how)
+            return warm.spawn(argv, program=not python, cwd=cwd, env=env,
+                              pass_fds=pass_fds, inherit_stdin=inherit_stdin,
+                              sandbox=sandbox)
         except WarmStartUnavailable:
             pass  # the server is gone: this run starts on its own
-    return process.ToolProcess(argv, alone=alone, **how)
+    return process.ToolProcess(argv, alone=alone, cwd=cwd, env=env,
+                               pass_fds=pass_fds, inherit_stdin=inherit_stdin,
+                               sandbox=sandbox)
 
 
-def _pass_args(args_json: str, run_env: dict) -> Optional[str]:
+def _pass_args(args_json: str, run_env: dict[str, str]) -> Optional[str]:
     """Give the tool its validated arguments: in ``ACOR_ARGS``, or, when
     too large for the environment, in a file only this user may read
     (in the sandbox's temp dir when there is one, which the tool can
@@ -372,22 +382,23 @@ def _remove_args_file(path: Optional[str]) -> None:
             pass
 
 
-def _failed(collector, error: Error, exit_code: int, started) -> RunResult:
+def _failed(collector: Collector, error: Error, exit_code: int,
+            started: float) -> RunResult:
     collector.emit(error)
     collector.emit(Status("failed"))
     return collector.finish(exit_code, "failed", time.monotonic() - started,
                             None)
 
 
-def _install_signals(cancel: Cancel) -> dict:
-    def on_signal(signum, frame):
+def _install_signals(cancel: Cancel) -> Handlers:
+    def on_signal(signum: int, frame: Optional[FrameType]) -> None:
         cancel.set(signum)
-    previous = {}
+    previous: Handlers = {}
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         previous[sig] = signal.signal(sig, on_signal)
     return previous
 
 
-def _restore_signals(previous: dict) -> None:
+def _restore_signals(previous: Handlers) -> None:
     for sig, handler in previous.items():
         signal.signal(sig, handler)

@@ -16,7 +16,23 @@ import sys
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Callable, Mapping, Optional, Sequence
+    from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
+
+    class RunningTool(Protocol):
+        """A tool's process as the relay drives it: started here
+        (:class:`ToolProcess`) or by a warm start's server
+        (:class:`acor.cli.run.warm.WarmProcess`)."""
+        pid: int
+        proc: Any  # stdout, stderr and poll(), as a Popen has them
+
+        @property
+        def returncode(self) -> Optional[int]: ...
+
+        def poll(self) -> Optional[int]: ...
+
+        def kill_group(self, sig: int) -> None: ...
+
+        def reap(self, grace: float, reap_orphans: bool) -> None: ...
 
 
 def env_seconds(name: str, default: float) -> float:

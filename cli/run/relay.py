@@ -20,12 +20,13 @@ from acor.decode import LineReader
 from acor.events import Error, Event, Heartbeat, InputNeeded, Status
 
 from acor.cli.run import process
-from acor.cli.run.process import ToolProcess
 from acor.cli.signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Callable, Optional, Protocol
+
+    from acor.cli.run.process import RunningTool
 
     class Sink(Protocol):
         """Where events go: a format (see :mod:`cli.formats`) or a collector."""
@@ -56,7 +57,7 @@ class Relay:
     ``stop_error(kind, seconds)`` builds acor's Error for its own endings
     ("timeout", "idle"); ``on_stderr(data)`` receives the tool's stderr."""
 
-    def __init__(self, proc: ToolProcess, protocol, sink: Sink, *,
+    def __init__(self, proc: RunningTool, protocol, sink: Sink, *,
                  name: str, args: list[str], timeout: float,
                  idle_timeout: Optional[float], cancel: Cancel,
                  stop_error: Callable[[str, float], Error],
