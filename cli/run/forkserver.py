@@ -50,6 +50,10 @@ import sys
 
 from acor.cli.run.process import children, end_orphans, kill_group
 
+TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
+if TYPE_CHECKING:
+    from typing import Any
+
 FD_VAR = "ACOR_FORKSERVER_FD"
 MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
 MAX_FDS = 16              # stdio, the call's socket, a few passed fds
@@ -70,7 +74,8 @@ BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
         "    _exit(_exc)\n"
         "_exit(None)\n")
 _PR_SET_CHILD_SUBREAPER = 36
-_compiled: dict = {}      # (path, mtime_ns, size) -> code: one compile each
+# (path, mtime_ns, size) -> code: one compile each
+_compiled: dict[tuple[str, int, int], Any] = {}
 
 
 class _Call:
@@ -135,7 +140,8 @@ def serve():
                 _reap(ended.pop(fd), running)
 
 
-def _leave_server(control, running: dict, ended: dict, forked):
+def _leave_server(control, running: dict[int, _Call],
+                  ended: dict[int, _Call], forked):
     """In a tool's process: drop what is the server's, become the tool."""
     # Closed before the tool's descriptors are placed: a socket object
     # closes its number when it is freed.
@@ -166,7 +172,7 @@ class _Spare:
 _spare: list[_Spare] = []  # the one spare, when there is one
 
 
-def _fork_spare(control: socket.socket, ended: dict):
+def _fork_spare(control: socket.socket, ended: dict[int, _Call]):
     """Fork the spare; in the spare, once its request has come, return
     what its tool needs (:func:`_become_tool`'s arguments)."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -215,7 +221,7 @@ def _end_spare() -> None:
         _spare.pop().end()
 
 
-def _accept(control: socket.socket, running: dict):
+def _accept(control: socket.socket, running: dict[int, _Call]):
     """Fork the tool of the next request; in the tool's process, return
     its code and globals."""
     try:
@@ -269,7 +275,7 @@ def _accept(control: socket.socket, running: dict):
     return _started(pid, sock, running)
 
 
-def _started(pid: int, sock: socket.socket, running: dict,
+def _started(pid: int, sock: socket.socket, running: dict[int, _Call],
              exit_fd: int | None = None) -> None:
     """Say the tool's pid on its call's socket, and watch for its exit."""
     try:
@@ -284,7 +290,8 @@ def _started(pid: int, sock: socket.socket, running: dict,
     return None
 
 
-def _report_exit(call: _Call, running: dict, ended: dict) -> None:
+def _report_exit(call: _Call, running: dict[int, _Call],
+                 ended: dict[int, _Call]) -> None:
     """Say how the tool exited. When it left nothing behind (its group is
     empty and no orphan came to the server) there is nothing to reap: say
     ``done`` with it, and the client need not ask (the common case: one
@@ -316,19 +323,19 @@ def _group_alive(pid: int) -> bool:
     return True
 
 
-def _orphans(running: dict) -> set[int]:
+def _orphans(running: dict[int, _Call]) -> set[int]:
     """The server's children that are not running tools: daemons that
     escaped tools which have exited."""
     return children() - _not_orphans(running)
 
 
-def _not_orphans(running: dict) -> set[int]:
+def _not_orphans(running: dict[int, _Call]) -> set[int]:
     """The server's children that are its own: running tools, the spare."""
     return {call.pid for call in running.values()} | \
         {spare.pid for spare in _spare}
 
 
-def _reap(call: _Call, running: dict) -> None:
+def _reap(call: _Call, running: dict[int, _Call]) -> None:
     """The client has read the tool's pipes (or is gone): end its group
     and every orphan the server has adopted, then say so."""
     _kill_group(call.pid)
@@ -340,13 +347,13 @@ def _reap(call: _Call, running: dict) -> None:
     call.sock.close()
 
 
-def _end_orphans(running: dict) -> None:
+def _end_orphans(running: dict[int, _Call]) -> None:
     """SIGKILL and reap the server's children that are not running tools:
     daemons that escaped tools which have exited."""
     end_orphans(running=lambda: _not_orphans(running))
 
 
-def _end_all(running: dict) -> None:
+def _end_all(running: dict[int, _Call]) -> None:
     _end_spare()
     for call in running.values():
         _kill_group(call.pid)
@@ -424,7 +431,8 @@ def _read_to_end(fd: int) -> bytes:
         data += chunk
 
 
-def _become_tool(request: dict, fds: list[int], targets: list[int], code,
+def _become_tool(request: dict[str, Any], fds: list[int],
+                 targets: list[int], code,
                  report: int | None):
     """In the tool's process: its session, streams, descriptors,
     environment and directory; then a program is executed in it (with
@@ -478,7 +486,7 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code,
     return code, main.__dict__
 
 
-def _exec_program(request: dict, fds: list[int], targets: list[int],
+def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
                   report: int) -> None:
     """Replace this process with the request's program; never returns.
     What a spawn would raise is written on ``report`` instead: an errno,
@@ -512,7 +520,7 @@ def _exec_program(request: dict, fds: list[int], targets: list[int],
             os._exit(127)
 
 
-def _set_environment(env: dict) -> None:
+def _set_environment(env: dict[str, str]) -> None:
     """Make ``os.environ`` (and the C environment) exactly ``env``,
     changing only what differs from the server's: most of a tool's
     environment is the launcher's, which the server started with."""

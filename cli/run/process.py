@@ -63,7 +63,7 @@ class ToolProcess:
     def __init__(self, argv: Sequence[str], *, cwd: Optional[str],
                  env: Mapping[str, str], pass_fds: Sequence[int] = (),
                  inherit_stdin: bool = False, alone: bool = False,
-                 sandbox: Optional[dict] = None) -> None:
+                 sandbox: Optional[dict[str, Any]] = None) -> None:
         self.proc: Any
         if sandbox is not None and alone:
             # The hot path, in a process that runs nothing else: fork, enter
@@ -224,7 +224,7 @@ class _Forked(_Spawned):
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str],
                  pass_fds: Sequence[int], inherit_stdin: bool,
-                 cwd: Optional[str], sandbox: dict) -> None:
+                 cwd: Optional[str], sandbox: dict[str, Any]) -> None:
         from acor.cli.sandbox.enter import SandboxError, enter
         path = _executable(argv[0], env)
         out_r, out_w = os.pipe()

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_TIMEOUT", "RunRequest", "build_request", "open_registry"]
 
-DEFAULT_TIMEOUT = 120.0  # seconds, when neither caller, manifest nor config says
+DEFAULT_TIMEOUT = 120.0  # seconds, when caller, manifest and config say none
 
 
 class RunRequest:

@@ -44,7 +44,7 @@ class RunResult:
     argv: list[str]
     session: Optional[str]
     next: Optional[list[str]]
-    fields: Optional[dict]           # what Input Needed asked for
+    fields: Optional[dict[str, Any]]           # what Input Needed asked for
     audience: str                    # who Input Needed asked: agent, human
     # What the tool's own process exited with (None if it never ran or was
     # killed); `acor check` compares it with the ending.
@@ -60,7 +60,7 @@ class RunResult:
     # argument schema: what the rich view and the MCP server ask with.
     message: Optional[str]
     asked_next: Optional[list[str]]
-    args_schema: Optional[dict]
+    args_schema: Optional[dict[str, Any]]
 
     def __init__(self, *, exit_code: int, state: str, tool: str,
                  argv: list[str], duration: float = 0.0,
@@ -70,7 +70,8 @@ class RunResult:
                  version: Optional[str] = None,
                  session: Optional[str] = None,
                  next: Optional[list[str]] = None,
-                 fields: Optional[dict] = None, audience: str = "agent",
+                 fields: Optional[dict[str, Any]] = None,
+                 audience: str = "agent",
                  tool_exit_code: Optional[int] = None) -> None:
         self.exit_code = exit_code
         self.state = state
@@ -116,7 +117,7 @@ class RunResult:
                       audience=self.audience if self.state ==
                       "input_needed" else None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return self.record().to_dict()
 
     def __repr__(self) -> str:
@@ -138,7 +139,7 @@ class Collector:
         self.data: Any = None
         self.session: Optional[str] = None
         self.next: Optional[list[str]] = None
-        self.fields: Optional[dict] = None
+        self.fields: Optional[dict[str, Any]] = None
         self.audience = "agent"
         self.message: Optional[str] = None
         self.asked_next: Optional[list[str]] = None
@@ -281,7 +282,7 @@ class Collector:
 
 
 def _next_command(policy: RunPolicy, state: str, session: Optional[str],
-                  fields: Optional[dict]) -> Optional[list[str]]:
+                  fields: Optional[dict[str, Any]]) -> Optional[list[str]]:
     """acor's own advice when the tool gave none: a session run that did
     not complete resumes with the same command; Input Needed asks for the
     same command with the missing arguments filled in."""
@@ -292,7 +293,7 @@ def _next_command(policy: RunPolicy, state: str, session: Optional[str],
     return None
 
 
-def _placeholders(spec, fields: dict) -> list[str]:
+def _placeholders(spec, fields: dict[str, Any]) -> list[str]:
     """``--key <KEY>`` for each field the tool's argument schema maps to a
     flag; positional fields as ``<NAME>``; a field the schema does not know
     as ``--name <NAME>``."""

@@ -36,7 +36,7 @@ from acor.cli.run.process import kill_group, widen_pipe
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import BinaryIO, Mapping, Optional, Sequence
+    from typing import Any, BinaryIO, Mapping, Optional, Sequence
 
 # Set for the server by the starter; a tool's own env decides its own.
 _SERVER_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"}
@@ -83,7 +83,8 @@ class WarmStarter:
 
     def spawn(self, argv: Sequence[str], *, cwd: Optional[str],
               env: Mapping[str, str], pass_fds: Sequence[int] = (),
-              inherit_stdin: bool = False, sandbox: Optional[dict] = None,
+              inherit_stdin: bool = False,
+              sandbox: Optional[dict[str, Any]] = None,
               program: bool = False) -> WarmProcess:
         """Start ``argv`` forked from the server: a Python entry (eligible,
         see :meth:`eligible`), or with ``program`` any command, executed.
@@ -232,6 +233,6 @@ def _start_error(said: bytes) -> OSError:
     return OSError(number, os.strerror(number))
 
 
-def _python_vars(env: Mapping[str, str], exclude=()) -> dict:
+def _python_vars(env: Mapping[str, str], exclude=()) -> dict[str, Any]:
     return {key: value for key, value in env.items()
             if key.startswith("PYTHON") and key not in exclude}
