@@ -15,7 +15,9 @@ TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional, Union
 
+    from acor.cli.discovery.spec import ToolSpec
     from acor.cli.run.policy import RunPolicy
+    from acor.cli.run.relay import Sink
 
 STDERR_KEPT = 64 * 1024  # bytes of the tool's stderr a result keeps (the tail)
 
@@ -128,7 +130,7 @@ class RunResult:
 class Collector:
     """Passes events to ``sink`` and remembers what the result needs."""
 
-    def __init__(self, sink, tool: str, argv: list[str],
+    def __init__(self, sink: Sink, tool: str, argv: list[str],
                  keep_events: bool) -> None:
         self.sink = sink
         self.tool = tool
@@ -224,7 +226,8 @@ class Collector:
         return event
 
     def due(self) -> Optional[float]:
-        return self.sink.due()
+        due: Optional[float] = self.sink.due()
+        return due
 
     def heartbeat(self) -> None:
         """The tool is alive: passed to a sink that listens for it."""
@@ -293,7 +296,7 @@ def _next_command(policy: RunPolicy, state: str, session: Optional[str],
     return None
 
 
-def _placeholders(spec, fields: dict[str, Any]) -> list[str]:
+def _placeholders(spec: ToolSpec, fields: dict[str, Any]) -> list[str]:
     """``--key <KEY>`` for each field the tool's argument schema maps to a
     flag; positional fields as ``<NAME>``; a field the schema does not know
     as ``--name <NAME>``."""

@@ -233,6 +233,7 @@ def _start_error(said: bytes) -> OSError:
     return OSError(number, os.strerror(number))
 
 
-def _python_vars(env: Mapping[str, str], exclude=()) -> dict[str, Any]:
+def _python_vars(env: Mapping[str, str], exclude: Sequence[str] = ()
+                 ) -> dict[str, str]:
     return {key: value for key, value in env.items()
             if key.startswith("PYTHON") and key not in exclude}

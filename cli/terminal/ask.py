@@ -26,7 +26,7 @@ from acor.cli.terminal.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator
+    from typing import Any, Callable, Iterator, NoReturn
 
     from acor.cli.run.result import RunResult
     from acor.cli.signals import EarlySignals
@@ -100,7 +100,7 @@ def _interruptible() -> Iterator[None]:
     question at once: acor's own handlers (:mod:`cli.entry`) only note a
     signal for the run to come, which would leave the prompt waiting and
     cancel the run the answer starts."""
-    def refuse(signum, frame):
+    def refuse(signum: int, frame: object) -> NoReturn:
         raise KeyboardInterrupt
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {signum: signal.signal(signum, refuse) for signum in stops}
