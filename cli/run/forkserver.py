@@ -52,7 +52,14 @@ from acor.cli.run.process import children, end_orphans, kill_group
 
 TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
 if TYPE_CHECKING:
-    from typing import Any
+    from types import CodeType
+    from typing import Any, Iterable, NoReturn, Optional, Union
+
+    Code = Union[CodeType, SyntaxError]  # a SyntaxError: the tool reports it
+    Globals = tuple[Optional[Code], dict[str, Any]]  # what __main__ runs
+    # _become_tool's arguments: request, fds, targets, code, report fd
+    Forked = tuple[dict[str, Any], list[int], list[int], Optional[Code],
+                   Optional[int]]
 
 FD_VAR = "ACOR_FORKSERVER_FD"
 MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
@@ -95,7 +102,7 @@ class _Call:
             os.close(self.exit_fd)
 
 
-def serve():
+def serve() -> Globals:
     """Serve requests until the client goes away; in a tool process,
     return its code and globals to run at the top of the interpreter."""
     # Ends when the launcher does: its end of the socket closes with it.
@@ -140,8 +147,8 @@ def serve():
                 _reap(ended.pop(fd), running)
 
 
-def _leave_server(control, running: dict[int, _Call],
-                  ended: dict[int, _Call], forked):
+def _leave_server(control: socket.socket, running: dict[int, _Call],
+                  ended: dict[int, _Call], forked: Forked) -> Globals:
     """In a tool's process: drop what is the server's, become the tool."""
     # Closed before the tool's descriptors are placed: a socket object
     # closes its number when it is freed.
@@ -172,7 +179,8 @@ class _Spare:
 _spare: list[_Spare] = []  # the one spare, when there is one
 
 
-def _fork_spare(control: socket.socket, ended: dict[int, _Call]):
+def _fork_spare(control: socket.socket, ended: dict[int, _Call]
+                ) -> Optional[Forked]:
     """Fork the spare; in the spare, once its request has come, return
     what its tool needs (:func:`_become_tool`'s arguments)."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -221,7 +229,8 @@ def _end_spare() -> None:
         _spare.pop().end()
 
 
-def _accept(control: socket.socket, running: dict[int, _Call]):
+def _accept(control: socket.socket, running: dict[int, _Call]
+            ) -> Optional[Forked]:
     """Fork the tool of the next request; in the tool's process, return
     its code and globals."""
     try:
@@ -248,7 +257,8 @@ def _accept(control: socket.socket, running: dict[int, _Call]):
         sock = socket.socket(fileno=fds[0])
         _close(fds[1:])
         _code_of(entry)  # compiled here too: the next spare inherits it
-        return _started(spare.pid, sock, running, spare.exit_fd)
+        _started(spare.pid, sock, running, spare.exit_fd)
+        return None
     code = None if program else _code_of(entry)
     # A program's process says on this pipe why it could not exec; an
     # exec that succeeds closes it (close-on-exec) with nothing said.
@@ -272,7 +282,8 @@ def _accept(control: socket.socket, running: dict[int, _Call]):
                 pass
             sock.close()
             return None
-    return _started(pid, sock, running)
+    _started(pid, sock, running)
+    return None
 
 
 def _started(pid: int, sock: socket.socket, running: dict[int, _Call],
@@ -285,9 +296,9 @@ def _started(pid: int, sock: socket.socket, running: dict[int, _Call],
         _kill_group(pid)
         os.waitpid(pid, 0)
         sock.close()
-        return None
+        return
+    assert call.exit_fd is not None  # its pidfd, until it has exited
     running[call.exit_fd] = call
-    return None
 
 
 def _report_exit(call: _Call, running: dict[int, _Call],
@@ -364,7 +375,7 @@ def _kill_group(pid: int) -> None:
     kill_group(pid, signal.SIGKILL)
 
 
-def exit(exc: BaseException | None):
+def exit(exc: BaseException | None) -> NoReturn:
     """End the tool's process as the interpreter ends a script, less the
     teardown of every module, which no one can observe and which costs a
     process holding the library several milliseconds: report an uncaught
@@ -395,7 +406,7 @@ def exit(exc: BaseException | None):
     os._exit(code)
 
 
-def _exit_code(value) -> int:
+def _exit_code(value: object) -> int:
     """sys.exit(value)'s status: None 0, an int itself, anything else
     printed to stderr and 1."""
     if value is None:
@@ -432,8 +443,8 @@ def _read_to_end(fd: int) -> bytes:
 
 
 def _become_tool(request: dict[str, Any], fds: list[int],
-                 targets: list[int], code,
-                 report: int | None):
+                 targets: list[int], code: Optional[Code],
+                 report: int | None) -> Globals:
     """In the tool's process: its session, streams, descriptors,
     environment and directory; then a program is executed in it (with
     ``report`` to say why it could not be), or the code of a Python entry
@@ -551,7 +562,7 @@ def _place(fds: list[int], targets: list[int],
     os.closerange(start, 1 << 16)
 
 
-def _code_of(entry: str):
+def _code_of(entry: str) -> Optional[Code]:
     """The entry's code object, compiled once per version of the file (a
     SyntaxError is returned, for the tool's process to report); None when
     it cannot be read, for the tool's process to fail as Python would."""
@@ -574,7 +585,7 @@ def _code_of(entry: str):
     return code
 
 
-def _close(fds) -> None:
+def _close(fds: Iterable[int]) -> None:
     for fd in fds:
         try:
             os.close(fd)
@@ -582,10 +593,10 @@ def _close(fds) -> None:
             pass
 
 
-_loaded_libc: list = []
+_loaded_libc: list[Any] = []
 
 
-def _libc():
+def _libc() -> Any:
     """libc through ctypes, loaded once (in the server, before any fork)."""
     if not _loaded_libc:
         try:

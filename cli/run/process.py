@@ -82,7 +82,8 @@ class ToolProcess:
                 from functools import partial
 
                 from acor.cli.sandbox.enter import enter, libc
-                libc()  # loaded here: a child of threads must not dlopen
+                load: Callable[[], object] = libc
+                load()  # loaded here: a child of threads must not dlopen
                 enter_box = partial(enter, sandbox)
             try:
                 self.proc = subprocess.Popen(
@@ -101,10 +102,12 @@ class ToolProcess:
 
     @property
     def returncode(self) -> Optional[int]:
-        return self.proc.returncode
+        code: Optional[int] = self.proc.returncode
+        return code
 
     def poll(self) -> Optional[int]:
-        return self.proc.poll()
+        code: Optional[int] = self.proc.poll()
+        return code
 
     def kill_group(self, sig: int) -> None:
         kill_group(self.pid, sig)
@@ -123,7 +126,7 @@ class ToolProcess:
             stream.close()
 
 
-def _waited(proc, timeout: float) -> bool:
+def _waited(proc: Any, timeout: float) -> bool:
     """Whether ``proc`` exited within ``timeout`` seconds (and is reaped)."""
     if isinstance(proc, _Spawned):
         return proc.wait(timeout) is not None
@@ -149,7 +152,7 @@ class _Spawned:
         path = _executable(argv[0], env)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        actions: list = [(os.POSIX_SPAWN_DUP2, out_w, 1),
+        actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, out_w, 1),
                          (os.POSIX_SPAWN_DUP2, err_w, 2)]
         if not inherit_stdin:
             actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY,
@@ -330,7 +333,7 @@ def tune_allocator() -> None:
         mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep it for reuse
 
 
-def libc_function(name: str):
+def libc_function(name: str) -> Optional[Callable[..., int]]:
     """The C library's function ``name``, taking and returning C ints, or
     None where there is none. Built on ``_ctypes``, the C half of
     :mod:`ctypes`: ``import ctypes`` costs every ``acor TOOL`` about 3 ms
@@ -340,7 +343,8 @@ def libc_function(name: str):
     except ImportError:
         return None
 
-    class _Int(_ctypes._SimpleCData):  # what ctypes calls c_int
+    # what ctypes calls c_int (typeshed makes the base generic)
+    class _Int(_ctypes._SimpleCData):  # type: ignore[type-arg, unused-ignore]
         _type_ = "i"
 
     class _Function(_ctypes.CFuncPtr):

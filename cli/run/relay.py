@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Callable, Optional, Protocol
 
     from acor.cli.run.process import RunningTool
+    from acor.cli.run.protocols import AcorProtocol, WrappedProtocol
 
     class Sink(Protocol):
         """Where events go: a format (see :mod:`cli.formats`) or a collector."""
@@ -57,7 +58,8 @@ class Relay:
     ``stop_error(kind, seconds)`` builds acor's Error for its own endings
     ("timeout", "idle"); ``on_stderr(data)`` receives the tool's stderr."""
 
-    def __init__(self, proc: RunningTool, protocol, sink: Sink, *,
+    def __init__(self, proc: RunningTool,
+                 protocol: AcorProtocol | WrappedProtocol, sink: Sink, *,
                  name: str, args: list[str], timeout: float,
                  idle_timeout: Optional[float], cancel: Cancel,
                  stop_error: Callable[[str, float], Error],
