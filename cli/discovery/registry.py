@@ -33,6 +33,11 @@ class Skipped(Record):
 
     FIELDS = ("path", "reason", "recovery", "name")
 
+    path: str
+    reason: str
+    recovery: str
+    name: str
+
 
 class Shadowed(Record):
     """A tool hidden by an earlier one with the same name. ``override``:

@@ -57,9 +57,8 @@ if TYPE_CHECKING:
 
     Code = Union[CodeType, SyntaxError]  # a SyntaxError: the tool reports it
     Globals = tuple[Optional[Code], dict[str, Any]]  # what __main__ runs
-    # _become_tool's arguments: request, fds, targets, code, report fd
     Forked = tuple[dict[str, Any], list[int], list[int], Optional[Code],
-                   Optional[int]]
+                   Optional[int]]  # _become_tool's arguments
 
 FD_VAR = "ACOR_FORKSERVER_FD"
 MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
@@ -171,7 +170,7 @@ class _Spare:
     def end(self) -> None:
         """Kill and reap it: it was never given a call, or could not be."""
         self.sock.close()  # it reads the end, and leaves
-        _kill_group(self.pid)
+        kill_group(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
         os.close(self.exit_fd)
 
@@ -293,7 +292,7 @@ def _started(pid: int, sock: socket.socket, running: dict[int, _Call],
         call = _Call(pid, sock, exit_fd)
         sock.sendall(b"pid %d\n" % pid)
     except OSError:
-        _kill_group(pid)
+        kill_group(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         sock.close()
         return
@@ -312,7 +311,8 @@ def _report_exit(call: _Call, running: dict[int, _Call],
         os.close(call.exit_fd)
         call.exit_fd = None
     code = os.waitstatus_to_exitcode(status)
-    clean = not _group_alive(call.pid) and not _orphans(running)
+    clean = not _group_alive(call.pid) and \
+        not children() - _not_orphans(running)  # no escaped daemon
     try:
         call.sock.sendall(b"exit %d%s\n" % (code, b" done" if clean else b""))
     except OSError:  # the client is gone: end what is left now
@@ -334,14 +334,9 @@ def _group_alive(pid: int) -> bool:
     return True
 
 
-def _orphans(running: dict[int, _Call]) -> set[int]:
-    """The server's children that are not running tools: daemons that
-    escaped tools which have exited."""
-    return children() - _not_orphans(running)
-
-
 def _not_orphans(running: dict[int, _Call]) -> set[int]:
-    """The server's children that are its own: running tools, the spare."""
+    """The server's children that are its own: running tools, the spare
+    (the others are daemons that escaped tools which have exited)."""
     return {call.pid for call in running.values()} | \
         {spare.pid for spare in _spare}
 
@@ -349,7 +344,7 @@ def _not_orphans(running: dict[int, _Call]) -> set[int]:
 def _reap(call: _Call, running: dict[int, _Call]) -> None:
     """The client has read the tool's pipes (or is gone): end its group
     and every orphan the server has adopted, then say so."""
-    _kill_group(call.pid)
+    kill_group(call.pid, signal.SIGKILL)
     _end_orphans(running)
     try:
         call.sock.sendall(b"done\n")
@@ -367,12 +362,8 @@ def _end_orphans(running: dict[int, _Call]) -> None:
 def _end_all(running: dict[int, _Call]) -> None:
     _end_spare()
     for call in running.values():
-        _kill_group(call.pid)
+        kill_group(call.pid, signal.SIGKILL)
     _end_orphans({})
-
-
-def _kill_group(pid: int) -> None:
-    kill_group(pid, signal.SIGKILL)
 
 
 def exit(exc: BaseException | None) -> NoReturn:
