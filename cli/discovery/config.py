@@ -39,6 +39,9 @@ TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterable, NoReturn, Optional, Sequence
 
+    # refuses a key's value: (key, what it must be, what it is, list item)
+    Wrong = Callable[..., NoReturn]
+
 CONFIG_FILE = os.path.join(".acor", "config.yaml")
 MAX_CONFIG_BYTES = 1 << 20
 MAX_YAML_DEPTH = 16
@@ -225,14 +228,7 @@ def read_config(path: Optional[str], cwd: str) -> Config:
             path, f"the top level must be a mapping of keys, not "
             f"{_describe(data)}", "Write one `key: value` per line, for "
             "example `timeout: 120`.", line=1)
-    unknown = [key for key in data if key not in KEYS]
-    for key in unknown[:MAX_UNKNOWN_REPORTED]:
-        warnings.append(f"{_at(path, lines, str(key))}: unknown key {key!r} "
-                        f"is ignored{_did_you_mean(key, KEYS)}")
-    if len(unknown) > MAX_UNKNOWN_REPORTED:
-        warnings.append(f"{_file(path)}: "
-                        f"{len(unknown) - MAX_UNKNOWN_REPORTED} more "
-                        "unknown keys are ignored")
+    warnings += _unknown_keys(data, path, lines)
     values: dict[str, Any] = {
         key: default if data.get(key) is None else data[key]
         for key, (default, _) in KEYS.items()}
@@ -246,6 +242,38 @@ def read_config(path: Optional[str], cwd: str) -> Config:
             f"`{key}: {KEYS[key][1]}`.",
             line=lines.get(key))
 
+    _check_values(values, wrong)
+    dirs = values["tools_dirs"]
+    configured = dirs is not None
+    return Config(
+        path=path, root=root,
+        tools_dirs=_tools_dirs(dirs if configured else DEFAULT_TOOLS_DIRS,
+                               root, path if configured else None,
+                               lines, warnings),
+        timeout=values["timeout"], idle_timeout=values["idle_timeout"],
+        format=values["format"], progress_interval=values["progress_interval"],
+        state_dir=_absolute(values["state_dir"], root), warnings=warnings,
+        max_output=values["max_output"], sandbox=values["sandbox"])
+
+
+def _unknown_keys(data: dict[Any, Any], path: Optional[str],
+                  lines: dict[str, int]) -> list[str]:
+    """A warning for each key acor does not know (the first few, then how
+    many more)."""
+    unknown = [key for key in data if key not in KEYS]
+    warnings = [f"{_at(path, lines, str(key))}: unknown key {key!r} "
+                f"is ignored{_did_you_mean(key, KEYS)}"
+                for key in unknown[:MAX_UNKNOWN_REPORTED]]
+    if len(unknown) > MAX_UNKNOWN_REPORTED:
+        warnings.append(f"{_file(path)}: "
+                        f"{len(unknown) - MAX_UNKNOWN_REPORTED} more "
+                        "unknown keys are ignored")
+    return warnings
+
+
+def _check_values(values: dict[str, Any], wrong: Wrong) -> None:
+    """Refuse (through ``wrong``) a value of the wrong kind; a size is
+    made a byte count and a bare ``off`` the string, in ``values``."""
     for key, zero_ok in (("timeout", False), ("idle_timeout", False),
                          ("progress_interval", True)):
         if values[key] is not None:
@@ -268,22 +296,11 @@ def read_config(path: Optional[str], cwd: str) -> Config:
     if not _path(values["state_dir"]):
         wrong("state_dir", "a directory path", values["state_dir"])
     dirs = values["tools_dirs"]
-    configured = dirs is not None
-    if not configured:
-        dirs = DEFAULT_TOOLS_DIRS
-    elif not isinstance(dirs, list):
+    if dirs is not None and not isinstance(dirs, list):
         wrong("tools_dirs", "a list of directory paths", dirs)
-    for i, item in enumerate(dirs):
+    for i, item in enumerate(dirs or ()):
         if not _path(item):
             wrong("tools_dirs", "a directory path", item, i)
-    return Config(
-        path=path, root=root,
-        tools_dirs=_tools_dirs(dirs, root, path if configured else None,
-                               lines, warnings),
-        timeout=values["timeout"], idle_timeout=values["idle_timeout"],
-        format=values["format"], progress_interval=values["progress_interval"],
-        state_dir=_absolute(values["state_dir"], root), warnings=warnings,
-        max_output=values["max_output"], sandbox=values["sandbox"])
 
 
 def _tools_dirs(items: Sequence[str], root: str, path: Optional[str],
@@ -448,7 +465,7 @@ def _flow_depth(prefix: str) -> int:
 
 
 def _seconds(value: object, key: str, zero_ok: bool,
-             wrong: Callable[[str, str, object], NoReturn]) -> None:
+             wrong: Wrong) -> None:
     """Refuse (through ``wrong``) a duration that is not a number, or is
     out of range: the same bound as ``--timeout`` and manifests."""
     expected = (f"a number of seconds {'0 or more' if zero_ok else 'above 0'}"
