@@ -19,7 +19,7 @@ file elsewhere (``--config``, ``ACOR_CONFIG``) makes its own directory the
 root. Without a config the root is the current directory.
 
 This module imports yaml only inside :func:`read_config`, which the launcher
-calls only when its cache is stale (see :mod:`cli.cache`).
+calls only when its cache is stale (see :mod:`cli.discovery.cache`).
 """
 
 from __future__ import annotations

@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from acor.cli.run.protocols import AcorProtocol, WrappedProtocol
 
     class Sink(Protocol):
-        """Where events go: a format (see :mod:`cli.formats`) or a collector."""
+        """Where events go: a format (see :mod:`cli.output.formats`) or
+        a collector."""
 
         def emit(self, event: Event) -> None: ...
         def due(self) -> Optional[float]: ...
