@@ -4,9 +4,9 @@ spawning tools. End-to-end tests use the real runner and real tools."""
 
 import threading
 import time
-from types import SimpleNamespace
 
 from acor.args import public_schema
+from acor.cli.discovery.config import Config
 from acor.cli.discovery.manifest import ToolSpec
 from acor.cli.run.result import RunResult
 from acor.events import Error, InputNeeded, Output, OutputData
@@ -60,7 +60,7 @@ class FakeRegistry:
     def __init__(self, *specs, skipped=()):
         self.tools = {s.name: s for s in specs}
         self.skipped = list(skipped)
-        self.config = SimpleNamespace(root="/")
+        self.config = Config(root="/")  # every other field unset
 
     def get(self, name):
         return self.tools.get(name)

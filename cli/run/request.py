@@ -27,11 +27,13 @@ from acor.cli.sizes import DEFAULT_MAX_OUTPUT
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Mapping, Optional, Sequence
+    from typing import Mapping, Optional, Sequence, TypeVar
 
     from acor.cli.discovery.config import Config
     from acor.cli.discovery.registry import Registry
     from acor.cli.discovery.spec import ToolSpec
+
+    T = TypeVar("T")
 
 __all__ = ["DEFAULT_TIMEOUT", "RunRequest", "build_request", "open_registry"]
 
@@ -71,11 +73,20 @@ class RunRequest:
     reap_orphans: bool               # ... and its orphans are the run's
     keep_events: bool                # the result holds every event
 
-    def __init__(self, **fields: object) -> None:
+    def __init__(self, *, tool: str, spec: Optional[ToolSpec],
+                 registry: Optional[Registry],
+                 refused: Optional[LauncherError], argv: tuple[str, ...],
+                 command: tuple[str, ...], cwd: Optional[str],
+                 run_dir: Optional[str], timeout: float,
+                 idle_timeout: Optional[float], max_output: int,
+                 state_dir: str, sandbox: Optional[str],
+                 env: Optional[Mapping[str, str]],
+                 human: Optional[Mapping[str, object]], person: bool,
+                 inherit_stdin: bool, handle_signals: bool,
+                 reap_orphans: bool, keep_events: bool) -> None:
+        given = locals()
         for name in self.__slots__:
-            object.__setattr__(self, name, fields.pop(name))
-        if fields:
-            raise TypeError(f"RunRequest has no field(s) {sorted(fields)}")
+            object.__setattr__(self, name, given[name])
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"a RunRequest is not changed: {name}")
@@ -119,13 +130,17 @@ def build_request(tool: str | ToolSpec, argv: Sequence[str] = (), *,
         tool=name, spec=spec, registry=registry, refused=refused,
         argv=tuple(argv), command=tuple(command), cwd=cwd,
         run_dir=_run_dir(spec, config, cwd),
-        timeout=_first(timeout, _of(spec, "timeout"),
-                       _of(config, "timeout"), DEFAULT_TIMEOUT),
-        idle_timeout=_first(idle_timeout, _of(spec, "idle_timeout"),
-                            _of(config, "idle_timeout")),
-        max_output=_first(max_output, _of(spec, "max_output"),
-                          _of(config, "max_output"), DEFAULT_MAX_OUTPUT),
-        state_dir=_of(config, "state_dir") or DEFAULT_STATE_DIR,
+        timeout=_first(DEFAULT_TIMEOUT, timeout,
+                       spec.timeout if spec else None,
+                       config.timeout if config else None),
+        idle_timeout=_first(None, idle_timeout,
+                            spec.idle_timeout if spec else None,
+                            config.idle_timeout if config else None),
+        max_output=_first(DEFAULT_MAX_OUTPUT, max_output,
+                          spec.max_output if spec else None,
+                          config.max_output if config else None),
+        state_dir=(config.state_dir if config else None) or
+        DEFAULT_STATE_DIR,
         sandbox=sandbox, env=env, human=human or None, person=person,
         inherit_stdin=inherit_stdin, handle_signals=whole_process,
         reap_orphans=whole_process, keep_events=keep_events)
@@ -170,12 +185,7 @@ def _run_dir(spec: Optional[ToolSpec], config: Optional[Config],
     return cwd
 
 
-def _of(record: object, field: str) -> object:
-    """A manifest's or config's value (None: not set, or no record; a
-    stand-in registry's config may lack a field)."""
-    return getattr(record, field, None)
-
-
-def _first(*values: object) -> object:
-    """The first value that is set (a 0 is set: no budget, say)."""
-    return next((v for v in values if v is not None), None)
+def _first(default: T, *values: Optional[T]) -> T:
+    """The first of ``values`` that is set (a 0 is set: no budget, say),
+    else ``default``."""
+    return next((v for v in values if v is not None), default)
