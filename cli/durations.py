@@ -52,7 +52,7 @@ def check_seconds(value: "float | int | str", what: str,
     return seconds
 
 
-def _shown(value):
+def _shown(value: object) -> str:
     """The value as a message shows it: repr, cut, one line, valid UTF-8
     (repr escapes controls and lone surrogates)."""
     if isinstance(value, bool):

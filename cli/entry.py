@@ -26,10 +26,10 @@ runner, the pytest plugin) changes no signal handling.
 
 import _signal  # type: ignore[import-not-found]  # no stubs: C module
 
-_caught: list = []
+_caught: list[int] = []
 
 
-def _remember(signum, frame) -> None:
+def _remember(signum: int, frame: object) -> None:
     _caught.append(signum)
 
 
@@ -47,7 +47,7 @@ for _sig in _HANDLED:
         _signal.signal(_sig, _early)
 
 
-def main(argv=None) -> int:
+def main(argv: list[str] | None = None) -> int:
     try:
         from acor.cli.main import main as run_main
         return run_main(argv, early=_early)

@@ -1,5 +1,5 @@
 """The ``acor`` command: parse the global options, then run a tool
-(:func:`acor.cli.human.ask.run_and_ask`) or hand a built-in command to the
+(:func:`acor.cli.terminal.ask.run_and_ask`) or hand a built-in command to the
 click application (:mod:`acor.cli.commands.app`).
 
 ``acor <tool> args`` is the hot path an agent pays for on every call, so its
@@ -7,6 +7,8 @@ options are parsed here by hand, and none of click, rich, yaml or filelock
 is imported unless it must be (a changed config needs yaml, ``--format
 rich`` needs rich).
 """
+
+from __future__ import annotations
 
 import os
 import signal
@@ -18,6 +20,14 @@ from acor.cli.durations import check_seconds
 from acor.cli.errors import LauncherError, UsageError
 from acor.cli.output.formats import FORMATS, report
 from acor.cli.signals import EarlySignals
+from acor.cli.sizes import parse_size
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, BinaryIO, Optional, Sequence
+
+    Options = dict[str, Any]           # option key -> its value
+    Where = dict[str, tuple[int, str]]  # option key -> (argv index, prefix)
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
@@ -27,7 +37,8 @@ _VALUED = {"--format": "format", "--timeout": "timeout",
            "--max-output": "max_output"}
 
 
-def split_options(argv):
+def split_options(argv: list[str]
+                  ) -> tuple[Options, list[str], list[str]]:
     """Global options before the tool name, and the rest verbatim.
 
     Everything after the tool name belongs to the tool, ``--help``
@@ -36,7 +47,9 @@ def split_options(argv):
     bad value is a UsageError whose ``next`` is ``argv`` itself with just
     that value given or corrected, safe to run as is.
     """
-    options, words, where = {}, [], {}
+    options: Options = {}
+    words: list[str] = []
+    where: Where = {}
     i = 0
     while i < len(argv):
         arg = argv[i]
@@ -78,7 +91,7 @@ _FLAGS = ("--no-input", "--sandbox", "--no-sandbox", "--help", "-h",
           "--version")
 
 
-def _takes_next(argv, i):
+def _takes_next(argv: Sequence[str], i: int) -> bool:
     """Whether the option ``argv[i]`` (valued, no ``=``) takes the next
     word as its value: not when there is none, nor when it is another
     option or, but for --config's file, a built-in command's name."""
@@ -90,7 +103,8 @@ def _takes_next(argv, i):
     return argv[i] == "--config" or word not in BUILTINS
 
 
-def _corrected(argv, where, key, value):
+def _corrected(argv: list[str], where: Where, key: str, value: str
+               ) -> list[str]:
     """``acor ARGV`` with the value of option ``key`` replaced by
     ``value``: the user's own command, with only that corrected."""
     index, prefix = where[key]
@@ -99,12 +113,13 @@ def _corrected(argv, where, key, value):
     return ["acor", *fixed]
 
 
-def _good_seconds(given, flag):
+def _good_seconds(given: object, flag: str) -> str:
     """A duration to suggest for the bad ``given``: the bound when it is
     above it, else the example."""
     from acor.cli.durations import MAX_SECONDS
+    seconds: Optional[float]
     try:
-        seconds = float(given)
+        seconds = float(str(given))
     except ValueError:
         seconds = None
     if seconds is not None and seconds > MAX_SECONDS and \
@@ -113,7 +128,8 @@ def _good_seconds(given, flag):
     return _EXAMPLES[flag]
 
 
-def _check_options(options, argv, where):
+def _check_options(options: Options, argv: list[str], where: Where
+                   ) -> Options:
     fmt = options.get("format")
     if fmt is not None and fmt not in FORMATS:
         import difflib  # only for a wrong format
@@ -134,7 +150,6 @@ def _check_options(options, argv, where):
                                  next=_corrected(argv, where, key,
                                                  good)) from None
     if "max_output" in options:
-        from acor.cli.output.budget import parse_size
         try:
             options["max_output"] = parse_size(options["max_output"])
         except ValueError as exc:
@@ -145,7 +160,7 @@ def _check_options(options, argv, where):
     return options
 
 
-def _asked_format(argv):
+def _asked_format(argv: list[str]) -> Optional[str]:
     """The valid ``--format`` among the global options of ``argv``, or
     None: the format of an error in another of them."""
     i = 0
@@ -159,7 +174,7 @@ def _asked_format(argv):
     return None
 
 
-def serves_mcp(argv) -> bool:
+def serves_mcp(argv: Sequence[str]) -> bool:
     """Whether ``argv`` asks for ``acor mcp``: its first word that is not a
     global option (known or not, valid or not) or a known option's value
     is ``mcp``. Under it stdout belongs to JSON-RPC from its first byte, so
@@ -177,7 +192,7 @@ def serves_mcp(argv) -> bool:
     return False
 
 
-def _ensure_std_fds():
+def _ensure_std_fds() -> None:
     """A closed stdin, stdout or stderr (``2>&-``) would be reused by the
     next pipe acor opens; /dev/null takes its place instead."""
     for fd, name in ((0, "stdin"), (1, "stdout"), (2, "stderr")):
@@ -193,7 +208,8 @@ def _ensure_std_fds():
                                         encoding="utf-8", closefd=False))
 
 
-def main(argv=None, early=None):
+def main(argv: Optional[Sequence[str]] = None,
+         early: Optional[EarlySignals] = None) -> int:
     """The ``acor`` command. ``early`` holds the signals caught before
     this call (the console script installs it first thing)."""
     early = early if early is not None else EarlySignals()
@@ -213,7 +229,8 @@ def main(argv=None, early=None):
         return exitcodes.BROKEN_PIPE
 
 
-def _run(argv, early, fmt, out):
+def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
+         out: Optional[BinaryIO]) -> int:
     try:
         options, words, rest = split_options(argv)
         fmt = options.get("format")
@@ -226,8 +243,10 @@ def _run(argv, early, fmt, out):
                 return exitcodes.CANCELLED
             # click: the cold path only
             from acor.cli.commands.app import run_command
-            return run_command(argv, fmt, early, out=out)
-        from acor.cli.human.ask import run_and_ask
+            code: int = run_command(argv, fmt, early, out=out)
+            return code
+        # the runner's modules: only a tool run needs them, not a command
+        from acor.cli.terminal.ask import run_and_ask
         return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
         return report(exc, fmt, out=out)

@@ -12,7 +12,7 @@
 
 The launcher runs in the test process, through the same runner as
 ``acor``; the tool runs in its own process. ``acor_run`` returns the run's
-:class:`~acor.cli.runner.RunResult`: ``.exit_code``, ``.state``,
+:class:`~acor.cli.run.result.RunResult`: ``.exit_code``, ``.state``,
 ``.events``, ``.data``, ``.errors``, ``.stderr``, ``.duration`` and
 ``.of(event_type)``.
 
@@ -26,8 +26,21 @@ import os
 
 import pytest
 
+TYPE_CHECKING = False  # pytest loads this module in every session: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator, Mapping, Optional, Union
 
-def _tool(name, cwd):
+    from acor.cli.discovery.registry import Registry
+    from acor.cli.discovery.spec import ToolSpec
+    from acor.cli.errors import UsageError
+    from acor.cli.run.result import RunResult
+    from acor.cli.run.warm import WarmStarter
+
+    PathLike = Union[str, "os.PathLike[str]"]
+
+
+def _tool(name: PathLike, cwd: Optional[str]
+          ) -> tuple[Union[str, ToolSpec], Optional[Registry]]:
     """``(tool, registry)`` for the runner: a name as discovery knows it
     (from ``cwd``, as the runner looks), or a tool folder / manifest path
     resolved to its spec."""
@@ -47,7 +60,8 @@ def _tool(name, cwd):
     return target.spec, target.registry
 
 
-def _argv_from_values(spec, values):
+def _argv_from_values(spec: ToolSpec, values: Mapping[str, Any]
+                      ) -> Union[list[str], UsageError]:
     """The argv for ``values``, as `acor call` builds it, or the
     :class:`cli.errors.UsageError` listing every violation of the tool's
     args schema (the result of that call: a test may mean it)."""
@@ -59,7 +73,7 @@ def _argv_from_values(spec, values):
         return exc
 
 
-def _usage_result(spec, error):
+def _usage_result(spec: ToolSpec, error: UsageError) -> RunResult:
     """What `acor call` answers for arguments that fail the schema: an
     E_USAGE failure, exit 2, nothing run."""
     from acor.cli.run.result import RunResult
@@ -74,7 +88,7 @@ def _usage_result(spec, error):
 
 
 @pytest.fixture(scope="session")
-def _acor_warm_start():
+def _acor_warm_start() -> Iterator[WarmStarter]:
     """One warm start for the test session: every ``acor_run`` of a Python
     tool forks from it instead of starting an interpreter."""
     from acor.cli.run.warm import WarmStarter
@@ -84,7 +98,7 @@ def _acor_warm_start():
 
 
 @pytest.fixture
-def acor_run(_acor_warm_start):
+def acor_run(_acor_warm_start: WarmStarter) -> Callable[..., RunResult]:
     """Run a tool through acor: ``acor_run(name, *argv, args=None,
     timeout=None, cwd=None, human=None)`` returns its RunResult. ``name``
     is a tool's name or the path of its folder; ``args`` a dict of values
@@ -93,27 +107,28 @@ def acor_run(_acor_warm_start):
     (``{"yes": True}``), passed on their own channel as acor passes a
     person's answers: the test plays the person."""
 
-    def run_tool(name, *argv, args=None, timeout=None, cwd=None,
-                 human=None):
+    def run_tool(name: PathLike, *argv: PathLike,
+                 args: Optional[Mapping[str, Any]] = None,
+                 timeout: Optional[float] = None,
+                 cwd: Optional[PathLike] = None,
+                 human: Optional[Mapping[str, object]] = None) -> RunResult:
         if args is not None and argv:
             raise TypeError("acor_run takes an argv or args=, not both")
         from acor.cli.run.launch import run
-        cwd = None if cwd is None else os.fspath(cwd)
-        tool, registry = _tool(name, cwd)
+        from acor.cli.run.request import build_request
+        folder = None if cwd is None else os.fspath(cwd)
+        tool, registry = _tool(name, folder)
+        words = [os.fspath(a) for a in argv]
         if args is not None:
-            if isinstance(tool, str):
-                from acor.cli.discovery.registry import load_registry
-                registry = load_registry(cwd=cwd)
-                spec = registry.get(tool)
-                if spec is None:  # the runner says why, as acor would
-                    return run(tool, [], registry=registry, cwd=cwd,
-                               warm=_acor_warm_start)
-                tool = spec
-            argv = _argv_from_values(tool, args)
-            if not isinstance(argv, list):
-                return _usage_result(tool, argv)
-        return run(tool, [os.fspath(a) for a in argv], registry=registry,
-                   cwd=cwd, timeout=timeout, warm=_acor_warm_start,
-                   human=human)
+            request = build_request(tool, (), registry=registry, cwd=folder)
+            if request.spec is None:  # the runner says why, as acor would
+                return run(request, warm=_acor_warm_start)
+            given = _argv_from_values(request.spec, args)
+            if not isinstance(given, list):
+                return _usage_result(request.spec, given)
+            tool, registry, words = request.spec, request.registry, given
+        return run(build_request(tool, words, registry=registry, cwd=folder,
+                                 timeout=timeout, human=human),
+                   warm=_acor_warm_start)
 
     return run_tool

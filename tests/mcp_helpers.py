@@ -4,9 +4,9 @@ spawning tools. End-to-end tests use the real runner and real tools."""
 
 import threading
 import time
-from types import SimpleNamespace
 
 from acor.args import public_schema
+from acor.cli.discovery.config import Config
 from acor.cli.discovery.manifest import ToolSpec
 from acor.cli.run.result import RunResult
 from acor.events import Error, InputNeeded, Output, OutputData
@@ -25,7 +25,7 @@ def FakeResult(events, exit_code=0, state="complete", *, tool="t",
 
 
 class FakeRun:
-    """The runner's ``run``: each tool's behaviour is a function
+    """The runner's ``run`` of a request: each tool's behaviour is a function
     ``(argv, emit, cancel) -> FakeResult``; ``emit`` passes events to the
     run's sink and returns them. Every call is recorded."""
 
@@ -35,10 +35,10 @@ class FakeRun:
         self.cancels = []
         self.human = []  # what each run got on its human channel
 
-    def __call__(self, tool, argv, *, registry=None, timeout=None, sink=None,
-                 cancel=None, keep_events=True, person=False, human=None):
-        self.calls.append((tool.name, list(argv), timeout))
-        self.human.append(human)
+    def __call__(self, request, *, sink=None, cancel=None):
+        tool, argv = request.spec, request.argv
+        self.calls.append((tool.name, list(argv), request.timeout))
+        self.human.append(request.human)
         self.cancels.append(cancel)
 
         def emit(*events):
@@ -60,7 +60,7 @@ class FakeRegistry:
     def __init__(self, *specs, skipped=()):
         self.tools = {s.name: s for s in specs}
         self.skipped = list(skipped)
-        self.config = SimpleNamespace(root="/")
+        self.config = Config(root="/")  # every other field unset
 
     def get(self, name):
         return self.tools.get(name)

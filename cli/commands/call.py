@@ -24,12 +24,12 @@ from acor.cli.errors import UsageError
 @click.argument("arguments", default="{}", required=False,
                 metavar="JSON|-")
 @click.pass_context
-def call_command(ctx, tool, arguments):
+def call_command(ctx: click.Context, tool: str, arguments: str) -> None:
     """Run TOOL with arguments given as a JSON object (or - to read it
     from stdin), checked against the tool's argument schema first."""
     from acor.cli.commands.context import command_registry
     from acor.cli.errors import unknown_tool
-    from acor.cli.human.ask import run_and_ask
+    from acor.cli.terminal.ask import run_and_ask
     from acor.cli.signals import EarlySignals
     obj = ctx.find_root().obj or {}
     text = sys.stdin.read() if arguments == "-" else arguments

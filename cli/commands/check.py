@@ -181,14 +181,15 @@ def run_example(target: Target, argv: list[str], example: dict,
     (``seen``: what the examples before it already warned of)."""
     # the launcher proper: only once it runs
     from acor.cli.run.launch import run
+    from acor.cli.run.request import build_request
     where = f"example {index + 1} ({shlex.join([target.name, *argv])})"
     recorder = _Recorder()
     # Sandboxed whatever the manifest says: acor check runs code from a
     # repository that may not be trusted (write only a temp dir, no
     # network).
-    result = run(target.spec, argv, registry=target.registry,
-                 cwd=target.folder, sink=recorder,
-                 command=["acor", "check"], sandbox="check")
+    result = run(build_request(target.spec, argv, registry=target.registry,
+                               cwd=target.folder, command=["acor", "check"],
+                               sandbox="check"), sink=recorder)
     events = result.events or []  # the recorder keeps them all
     problems: list[Violation] = []
     warnings: list[str] = []

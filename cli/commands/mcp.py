@@ -14,7 +14,6 @@ from acor.events import Error
 
 from acor.cli.commands.mcp_config import CLIENTS, http_url, print_config, \
     print_http_config
-from acor.cli.discovery.registry import load_registry
 from acor.cli.mcp.http_options import HttpOptions, parse_http_options
 from acor.cli.mcp.start import fail, parse_options, sdk_problem, start_problem
 from acor.cli.mcp.stdio import serve
@@ -143,9 +142,8 @@ def _check_modes(http: bool, http_only: Mapping[str, object]) -> None:
 def serve_http(options: HttpOptions) -> int:
     """Check what stdio checks, then serve over HTTP."""
     only = set(options.only) if options.only is not None else None
-    problem = sdk_problem() or start_problem(Catalog(
-        lambda: load_registry(config_path=options.config_path), only),
-        options.key)
+    problem = sdk_problem() or start_problem(
+        Catalog.of_project(options.config_path, only), options.key)
     if problem is not None:
         return fail(problem)
     # The SDK, starlette and uvicorn: imported only once they are known to

@@ -255,10 +255,9 @@ def print_config(client: str, only: set[str] | None, timeout: str | None,
     from acor import exitcodes
     from acor.events import Error
     from acor.cli.discovery.config import ConfigError
-    from acor.cli.discovery.registry import load_registry
     from acor.cli.mcp.start import fail, sdk_problem, unknown_tools
     from acor.cli.mcp.tools import Catalog, UnknownTools
-    catalog = Catalog(lambda: load_registry(config_path=config_path), only)
+    catalog = Catalog.of_project(config_path, only)
     try:
         registry = catalog.registry()
         catalog.check_only(registry)

@@ -58,7 +58,7 @@ from acor._safefs import Folder, Unsafe
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from typing import Any
+    pass
 
 FORMAT = 8  # 4: package and user tools dirs; specs with origin, args, usage;
 # overrides of package tools. 5: marshal, tool folders not fingerprinted.
@@ -100,11 +100,11 @@ class Record:
     FIELDS: tuple[str, ...] = ()
     _FIELD_SET: frozenset = frozenset()
 
-    def __init_subclass__(cls, **kwargs):
+    def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         cls._FIELD_SET = frozenset(cls.FIELDS)
 
-    def __init__(self, **fields: Any) -> None:
+    def __init__(self, **fields: object) -> None:
         values = self.__dict__
         for name in self.FIELDS:
             values[name] = fields.pop(name, None)

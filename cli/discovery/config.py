@@ -19,8 +19,10 @@ file elsewhere (``--config``, ``ACOR_CONFIG``) makes its own directory the
 root. Without a config the root is the current directory.
 
 This module imports yaml only inside :func:`read_config`, which the launcher
-calls only when its cache is stale (see :mod:`cli.cache`).
+calls only when its cache is stale (see :mod:`cli.discovery.cache`).
 """
+
+from __future__ import annotations
 
 import os
 import stat
@@ -31,7 +33,15 @@ from acor.errors import AcorError
 
 from acor.cli.discovery.cache import Record
 from acor.cli.durations import MAX_SECONDS, check_seconds
+from acor.cli.sizes import DEFAULT_MAX_OUTPUT, parse_size
 from acor.cli.textsafe import printable
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable, NoReturn, Optional, Sequence
+
+    # refuses a key's value: (key, what it must be, what it is, list item)
+    Wrong = Callable[..., NoReturn]
 
 CONFIG_FILE = os.path.join(".acor", "config.yaml")
 MAX_CONFIG_BYTES = 1 << 20
@@ -39,6 +49,9 @@ MAX_YAML_DEPTH = 16
 MAX_YAML_VALUES = 10_000
 MAX_UNKNOWN_REPORTED = 10
 DEFAULT_TOOLS_DIRS = (os.path.join(".acor", "tools"), "tools", "manifests")
+# The launcher's one default state dir (relative to the project root); the
+# library keeps its own, for a tool run without acor (acor.sessions).
+DEFAULT_STATE_DIR = os.path.join(".acor", "state")
 FORMATS = ("markdown", "json", "rich")
 # key -> (default, an example value for messages)
 KEYS = {
@@ -47,8 +60,8 @@ KEYS = {
     "idle_timeout": (None, "30"),
     "format": (None, "markdown"),
     "progress_interval": (0.1, "0.1"),
-    "state_dir": (os.path.join(".acor", "state"), ".acor/state"),
-    "max_output": (32 * 1024, "32k"),
+    "state_dir": (DEFAULT_STATE_DIR, ".acor/state"),
+    "max_output": (DEFAULT_MAX_OUTPUT, "32k"),
     "sandbox": (None, "default"),
 }
 
@@ -64,13 +77,14 @@ class ConfigError(AcorError):
     code = "E_CONFIG"
     exit_code = exitcodes.USAGE
 
-    def __init__(self, path, reason, recovery, line=None):
+    def __init__(self, path: Optional[str], reason: str, recovery: str,
+                 line: Optional[int] = None) -> None:
         super().__init__(reason, recovery)
         self.path = path
         self.line = line
 
     @property
-    def where(self):
+    def where(self) -> str:
         """The file and line as a message shows them: one line, every
         control character in the path made visible (a path comes from
         argv, the environment or the directory tree, and may hold
@@ -80,19 +94,31 @@ class ConfigError(AcorError):
             where += f", line {self.line}"
         return where
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.where}: {self.reason}. Next step: {self.recovery}"
 
 
 class Config(Record):
     """The effective configuration; every path in it is absolute."""
 
+    path: Optional[str]         # the file read (None: the defaults)
+    root: str                   # the project root
+    tools_dirs: list[str]
+    timeout: float
+    idle_timeout: Optional[float]
+    format: Optional[str]
+    progress_interval: float
+    state_dir: str
+    warnings: list[str]
+    max_output: int
+    sandbox: Optional[str]
+
     FIELDS = ("path", "root", "tools_dirs", "timeout", "idle_timeout",
              "format", "progress_interval", "state_dir", "warnings",
              "max_output", "sandbox")
 
 
-def find_config(cwd, explicit=None):
+def find_config(cwd: str, explicit: Optional[str] = None) -> Optional[str]:
     """The config file to use, or None for the defaults.
 
     ``explicit`` (``--config``), else ``$ACOR_CONFIG``, wins and must exist
@@ -124,7 +150,7 @@ def find_config(cwd, explicit=None):
         directory = parent
 
 
-def _config_at(candidate):
+def _config_at(candidate: str) -> bool:
     """Whether ``candidate`` is a config file; ConfigError when it may be
     one that cannot be read (a folder without permission, a dangling link,
     a FIFO): the walk stops there, never silently going on upward to a
@@ -153,7 +179,7 @@ def _config_at(candidate):
     return True
 
 
-def _owned(path):
+def _owned(path: str) -> str:
     """``path``, if it and its folder pass the ownership rule of
     :mod:`cli.discovery.trust`; else ConfigError naming which does not."""
     from acor.cli.discovery import trust
@@ -171,7 +197,7 @@ def _owned(path):
     return path
 
 
-def config_root(path, cwd):
+def config_root(path: Optional[str], cwd: str) -> str:
     """The project root for config file ``path`` (None: no config)."""
     if path is None:
         return os.path.abspath(cwd)
@@ -181,17 +207,20 @@ def config_root(path, cwd):
     return folder
 
 
-def load_config(cwd=None, explicit=None):
+def load_config(cwd: Optional[str] = None,
+                explicit: Optional[str] = None) -> Config:
     """Find and read the configuration for ``cwd`` (default: the current
     directory). Raises :class:`ConfigError`."""
     cwd = os.path.abspath(cwd or os.getcwd())
     return read_config(find_config(cwd, explicit), cwd)
 
 
-def read_config(path, cwd):
+def read_config(path: Optional[str], cwd: str) -> Config:
     """Parse and check config file ``path`` (None: defaults for ``cwd``)."""
     root = config_root(path, cwd)
-    warnings = []
+    warnings: list[str] = []
+    data: object
+    lines: dict[str, int]
     data, lines = ({}, {}) if path is None else _parse(path, warnings)
     if data is None:  # an empty file
         data = {}
@@ -200,26 +229,53 @@ def read_config(path, cwd):
             path, f"the top level must be a mapping of keys, not "
             f"{describe(data, yaml=True)}", "Write one `key: value` per "
             "line, for example `timeout: 120`.", line=1)
-    unknown = [key for key in data if key not in KEYS]
-    for key in unknown[:MAX_UNKNOWN_REPORTED]:
-        warnings.append(f"{_at(path, lines, str(key))}: unknown key {key!r} "
-                        f"is ignored{_did_you_mean(key, KEYS)}")
-    if len(unknown) > MAX_UNKNOWN_REPORTED:
-        warnings.append(f"{printable(path)}: "
-                        f"{len(unknown) - MAX_UNKNOWN_REPORTED} more "
-                        "unknown keys are ignored")
-    values = {key: default if data.get(key) is None else data[key]
-              for key, (default, _) in KEYS.items()}
+    warnings += _unknown_keys(data, path, lines)
+    values: dict[str, Any] = {
+        key: default if data.get(key) is None else data[key]
+        for key, (default, _) in KEYS.items()}
 
-    def wrong(key, expected, found, item=None):
+    def wrong(key: str, expected: str, found: object,
+              item: Optional[int] = None) -> NoReturn:
         label = repr(key) + ("" if item is None else f" item {item + 1}")
         raise ConfigError(
             path, f"{label} must be {expected}, "
             f"not {describe(found, yaml=True)}",
-            f"Fix it in {printable(path)}: for example "
+            f"Fix it in {_file(path)}: for example "
             f"`{key}: {KEYS[key][1]}`.",
             line=lines.get(key))
 
+    _check_values(values, wrong)
+    dirs = values["tools_dirs"]
+    configured = dirs is not None
+    return Config(
+        path=path, root=root,
+        tools_dirs=_tools_dirs(dirs if configured else DEFAULT_TOOLS_DIRS,
+                               root, path if configured else None,
+                               lines, warnings),
+        timeout=values["timeout"], idle_timeout=values["idle_timeout"],
+        format=values["format"], progress_interval=values["progress_interval"],
+        state_dir=_absolute(values["state_dir"], root), warnings=warnings,
+        max_output=values["max_output"], sandbox=values["sandbox"])
+
+
+def _unknown_keys(data: dict[Any, Any], path: Optional[str],
+                  lines: dict[str, int]) -> list[str]:
+    """A warning for each key acor does not know (the first few, then how
+    many more)."""
+    unknown = [key for key in data if key not in KEYS]
+    warnings = [f"{_at(path, lines, str(key))}: unknown key {key!r} "
+                f"is ignored{_did_you_mean(key, KEYS)}"
+                for key in unknown[:MAX_UNKNOWN_REPORTED]]
+    if len(unknown) > MAX_UNKNOWN_REPORTED:
+        warnings.append(f"{_file(path)}: "
+                        f"{len(unknown) - MAX_UNKNOWN_REPORTED} more "
+                        "unknown keys are ignored")
+    return warnings
+
+
+def _check_values(values: dict[str, Any], wrong: Wrong) -> None:
+    """Refuse (through ``wrong``) a value of the wrong kind; a size is
+    made a byte count and a bare ``off`` the string, in ``values``."""
     for key, zero_ok in (("timeout", False), ("idle_timeout", False),
                          ("progress_interval", True)):
         if values[key] is not None:
@@ -228,7 +284,6 @@ def read_config(path, cwd):
         wrong("format", "one of markdown, json, rich (or null)",
               values["format"])
     if values["max_output"] is not None:
-        from acor.cli.output.budget import parse_size
         try:
             values["max_output"] = parse_size(values["max_output"],
                                               "max_output")
@@ -243,30 +298,22 @@ def read_config(path, cwd):
     if not _path(values["state_dir"]):
         wrong("state_dir", "a directory path", values["state_dir"])
     dirs = values["tools_dirs"]
-    configured = dirs is not None
-    if not configured:
-        dirs = DEFAULT_TOOLS_DIRS
-    elif not isinstance(dirs, list):
+    if dirs is not None and not isinstance(dirs, list):
         wrong("tools_dirs", "a list of directory paths", dirs)
-    for i, item in enumerate(dirs):
+    for i, item in enumerate(dirs or ()):
         if not _path(item):
             wrong("tools_dirs", "a directory path", item, i)
-    return Config(
-        path=path, root=root,
-        tools_dirs=_tools_dirs(dirs, root, path if configured else None,
-                               lines, warnings),
-        timeout=values["timeout"], idle_timeout=values["idle_timeout"],
-        format=values["format"], progress_interval=values["progress_interval"],
-        state_dir=_absolute(values["state_dir"], root), warnings=warnings,
-        max_output=values["max_output"], sandbox=values["sandbox"])
 
 
-def _tools_dirs(items, root, path, lines, warnings):
+def _tools_dirs(items: Sequence[str], root: str, path: Optional[str],
+                lines: dict[str, int], warnings: list[str]) -> list[str]:
     """Absolute tools dirs, first wins; duplicates dropped, missing ones
     kept (so creating one later invalidates the cache). ``path`` is the
     config file that names them (None: defaults, whose absence is normal
     and not reported)."""
-    result, seen, problems = [], set(), []
+    result: list[str] = []
+    seen: set[str] = set()
+    problems: list[str] = []
     if not items:
         problems.append("tools_dirs is empty, so no tools will be found")
     for item in items:
@@ -288,7 +335,8 @@ def _tools_dirs(items, root, path, lines, warnings):
     return result
 
 
-def _parse(path, warnings):
+def _parse(path: str, warnings: list[str]
+           ) -> tuple[object, dict[str, int]]:
     """(data, {top-level key: line}) from YAML file ``path``."""
     try:
         # O_NONBLOCK: opening a FIFO must fail the checks below, not hang.
@@ -343,7 +391,7 @@ def _parse(path, warnings):
     except yaml.YAMLError as exc:
         raise ConfigError(path, f"invalid YAML: {exc}",
                           "Fix the YAML, then rerun.") from None
-    lines = {}
+    lines: dict[str, int] = {}
     if isinstance(node, yaml.MappingNode):
         for key, _ in node.value:
             if isinstance(key, yaml.ScalarNode):
@@ -357,7 +405,7 @@ def _parse(path, warnings):
     return data, lines
 
 
-def _precheck(yaml, loader_class, text, path):
+def _precheck(yaml: Any, loader_class: Any, text: str, path: str) -> None:
     """Refuse, from the event stream and before building anything, what
     only an attack needs: aliases (nested aliases turn 1 KB into billions
     of elements: "billion laughs"), deep nesting (PyYAML's parser is
@@ -399,13 +447,13 @@ _FLAT = ("Keep it to a flat mapping of acor settings: `acor doctor` shows "
          "them.")
 
 
-def _too_deep(path, line):
+def _too_deep(path: str, line: int) -> ConfigError:
     return ConfigError(path, f"it is nested more than {MAX_YAML_DEPTH} "
                        "levels deep, which no acor config needs", _FLAT,
                        line=line)
 
 
-def _flow_depth(prefix):
+def _flow_depth(prefix: str) -> int:
     """The flow nesting open at the end of ``prefix``, counted roughly
     (brackets inside quotes count too): enough to tell a parser's own
     depth refusal from a syntax error."""
@@ -418,36 +466,42 @@ def _flow_depth(prefix):
     return depth
 
 
-def _seconds(value, key, zero_ok, wrong):
+def _seconds(value: object, key: str, zero_ok: bool,
+             wrong: Wrong) -> None:
     """Refuse (through ``wrong``) a duration that is not a number, or is
     out of range: the same bound as ``--timeout`` and manifests."""
     expected = (f"a number of seconds {'0 or more' if zero_ok else 'above 0'}"
                 f" and at most {MAX_SECONDS} (7 days)")
-    if isinstance(value, str):  # YAML's "30" is a string, not a duration
-        wrong(key, expected, value)
+    if isinstance(value, str) or not isinstance(value, (int, float)):
+        wrong(key, expected, value)  # YAML's "30" is a string, not seconds
     try:
         check_seconds(value, key, zero_ok)
     except ValueError:
         wrong(key, expected, value)
 
 
-def _path(value):
+def _path(value: object) -> bool:
     # A NUL byte fits in a YAML string ("\0") but in no filesystem path;
     # line breaks and other control characters would reach `acor doctor`'s
     # output (and every message naming a manifest in that dir) as they are.
     return isinstance(value, str) and value != "" and value.isprintable()
 
 
-def _absolute(path, root):
+def _absolute(path: str, root: str) -> str:
     return os.path.normpath(os.path.join(root, os.path.expanduser(path)))
 
 
-def _at(path, lines, key):
+def _at(path: Optional[str], lines: dict[str, int], key: str) -> str:
     line = lines.get(key)
-    return f"{printable(path)}, line {line}" if line else printable(path)
+    return f"{_file(path)}, line {line}" if line else _file(path)
 
 
-def _did_you_mean(key, known):
+def _file(path: Optional[str]) -> str:
+    """The config file as a message names it (a path may hold anything)."""
+    return printable(path) if path else "acor configuration"
+
+
+def _did_you_mean(key: object, known: Iterable[str]) -> str:
     import difflib  # cold path only: a config is being parsed
     match = difflib.get_close_matches(str(key), list(known), n=1)
     return f" (did you mean {match[0]!r}?)" if match else \

@@ -34,6 +34,11 @@ class Skipped(Record):
 
     FIELDS = ("path", "reason", "recovery", "name")
 
+    path: str
+    reason: str
+    recovery: str
+    name: str
+
 
 class Shadowed(Record):
     """A tool hidden by an earlier one with the same name. ``override``:
@@ -48,17 +53,20 @@ class Registry:
 
     __slots__ = ("config", "tools", "skipped", "shadowed")
 
+    config: Config
+    tools: dict[str, ToolSpec]
+
     def __init__(self, config, tools=None, skipped=None, shadowed=None):
         self.config = config
         self.tools = {} if tools is None else tools  # name -> ToolSpec
         self.skipped = [] if skipped is None else skipped
         self.shadowed = [] if shadowed is None else shadowed
 
-    def get(self, name):
+    def get(self, name: str) -> ToolSpec | None:
         """The tool called ``name``, or None."""
         return self.tools.get(name)
 
-    def skipped_named(self, name):
+    def skipped_named(self, name: str) -> Skipped | None:
         """The skipped manifest that claims ``name``, or None."""
         return next((s for s in self.skipped if s.name == name), None)
 
@@ -95,7 +103,7 @@ class Registry:
 
 
 def load_registry(cwd: str | None = None, config_path: str | None = None,
-                  pinned: bool = True) -> "Registry":
+                  pinned: bool = True) -> Registry:
     """The registry for ``cwd`` (default: the current directory).
 
     ``config_path`` is ``--config``; ``$ACOR_CONFIG`` is honoured too.

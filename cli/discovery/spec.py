@@ -5,10 +5,16 @@ from the cache; checking a manifest (:mod:`cli.manifest`) is the cold
 path's.
 """
 
+from __future__ import annotations
+
 import marshal
 from typing import Any
 
 from acor.cli.discovery.cache import Record
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Optional
 
 
 class ToolSpec(Record):
@@ -33,8 +39,31 @@ class ToolSpec(Record):
              "annotations", "origin", "warm", "max_output", "sandbox",
              "output_schema")
 
+    name: str
+    version: Optional[str]
+    description: Optional[str]
+    kind: str                  # "acor" or "wrapped"
+    path: str                  # the tool folder, or the manifest (wrapped)
+    manifest_path: str
+    argv: list[str]
+    timeout: Optional[float]
+    idle_timeout: Optional[float]
+    usage: Optional[str]
+    progress_pattern: Optional[str]
+    errors: Any
+    cwd_mode: str              # "invocation" or "project"
+    warnings: list[str]
+    args_public: Optional[dict[str, Any]]
+    stdin: Optional[bool]
+    examples: Any
+    annotations: Optional[dict[str, Any]]
+    origin: Optional[str]
+    warm: Optional[bool]
+    max_output: Optional[int]
+    sandbox: Optional[dict[str, Any]]
+
     @property
-    def args_schema(self):
+    def args_schema(self) -> Any:
         value = self.__dict__["args_schema"]
         if type(value) is bytes:
             try:

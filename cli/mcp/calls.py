@@ -35,8 +35,7 @@ from acor.cli.arguments import call_argv
 from acor.cli.discovery.registry import Registry
 from acor.cli.discovery.spec import ToolSpec
 from acor.cli.errors import UsageError, invalid_manifest
-from acor.cli.human.approval import Field, fields_of, for_person, \
-    request_lines
+from acor.cli.approval import Field, fields_of, for_person, request_lines
 from acor.cli.mcp import results
 from acor.cli.mcp.pages import Pages
 from acor.cli.mcp.progress import ProgressRelay
@@ -47,6 +46,7 @@ from acor.cli.mcp.retry import SealedRetry, mint, read_state
 from acor.cli.mcp.tools import Catalog, tool_args
 from acor.cli.output.formats import write_stderr
 from acor.cli.run.own_secrets import host_secrets
+from acor.cli.run.request import build_request
 from acor.cli.run.result import RunResult
 from acor.cli.signals import Cancel
 from acor.cli.textsafe import clean_event, strip_terminal
@@ -137,16 +137,16 @@ class CallHandler:
         cancel = Cancel()
         finished = False
         sink = _Sink(relay)
-        budgeted = _budget(sink, spec, registry)
+        # No events kept by the runner: the result is built from what the
+        # budget lets through (sink.events), so a tool writing gigabytes
+        # costs the server the budget, not the gigabytes.
+        request = build_request(spec, argv, registry=registry,
+                                timeout=self.timeout, person=True,
+                                human=human, keep_events=False)
+        budgeted = _budget(sink, request)
 
         def work():
-            # No events kept by the runner: the result is built from what
-            # the budget lets through (sink.events), so a tool writing
-            # gigabytes costs the server the budget, not the gigabytes.
-            result = self._run_tool(spec, argv, registry=registry,
-                                    timeout=self.timeout, sink=budgeted,
-                                    cancel=cancel, keep_events=False,
-                                    person=True, human=human or None)
+            result = self._run_tool(request, sink=budgeted, cancel=cancel)
             if result.events is None:
                 result.events = sink.events
             return result
@@ -176,19 +176,14 @@ class CallHandler:
         return result
 
 
-def _budget(sink, spec, registry):
-    """``sink`` within the tool's output budget (its manifest's
-    max_output, else the config's, else the default; 0: none), its whole
-    output spilled under the config's state dir."""
+def _budget(sink, request):
+    """``sink`` within the run's output budget (0: none), its whole output
+    spilled under the state dir: both worked out in the request."""
     from acor.cli.output.budget import Budget, mcp_cost, output_dir
-    from acor.cli.mcp.tools import output_budget
-    config = getattr(registry, "config", None)
-    limit = output_budget(spec, config)
-    if not limit:
+    if not request.max_output:
         return sink
-    state_dir = getattr(config, "state_dir", None) or os.path.join(
-        ".acor", "state")
-    return Budget(sink, limit, output_dir(state_dir), spec.name, mcp_cost)
+    return Budget(sink, request.max_output, output_dir(request.state_dir),
+                  request.tool, mcp_cost)
 
 
 class _Sink:

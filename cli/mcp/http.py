@@ -63,7 +63,6 @@ from uvicorn.supervisors import Multiprocess
 from acor import exitcodes
 from acor.events import Error
 
-from acor.cli.discovery.registry import load_registry
 from acor.cli.mcp.http_options import (PATH, HttpOptions, allowed_hosts,
                                        allowed_origins)
 from acor.cli.mcp.server import build_server
@@ -98,8 +97,7 @@ def make_app(options: HttpOptions,
     authentication. Starts the warm starter of this process; the app's
     lifespan closes it. ``ready()`` is called once it serves."""
     only = set(options.only) if options.only is not None else None
-    catalog = Catalog(lambda: load_registry(config_path=options.config_path),
-                      only)
+    catalog = Catalog.of_project(options.config_path, only)
     warm = WarmStarter()
     server = build_server(catalog, timeout=options.timeout, warm=warm,
                           key=options.key)

@@ -33,7 +33,7 @@ from starlette.routing import Route
 
 from acor.args import human_value
 
-from acor.cli.human.approval import APPROVAL_TTL, Field, safe_line
+from acor.cli.approval import APPROVAL_TTL, Field, safe_line
 
 
 class Page:

@@ -31,7 +31,6 @@ from types import ModuleType
 from acor import exitcodes
 from acor.events import Error
 
-from acor.cli.discovery.registry import load_registry
 from acor.cli.mcp.handshake import Opening, early_answer
 from acor.cli.mcp.start import INSTALL, fail, sdk_problem, start_problem
 from acor.cli.mcp.tools import Catalog
@@ -50,7 +49,7 @@ def serve(only: set[str] | None, timeout: float | None,
         return fail(problem)
     wire = Wire.claim()
     loader = SdkLoader()
-    catalog = Catalog(lambda: load_registry(config_path=config_path), only)
+    catalog = Catalog.of_project(config_path, only)
     problem = start_problem(catalog, key)
     if problem is not None:
         return fail(problem)

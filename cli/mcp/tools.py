@@ -12,9 +12,10 @@ discovery skipped, are reported on stderr once each.
 import re
 import sys
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TextIO
 
-from acor.cli.discovery.registry import Registry
+from acor.cli.discovery.registry import Registry, load_registry
 from acor.cli.discovery.spec import ToolSpec
 
 # Tool names MCP clients accept (SEP-986, as the SDK validates them).
@@ -56,6 +57,15 @@ class Catalog:
         self._reported: set[str] = set()
         # name -> (what it depends on, the tool)
         self._built: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+
+    @classmethod
+    def of_project(cls, config_path: str | None,
+                   only: set[str] | None = None) -> "Catalog":
+        """The project's tools, discovered afresh for each listing with
+        ``config_path`` (``--config``; else ``ACOR_CONFIG``, else the
+        nearest .acor/config.yaml): the one way the server, its HTTP
+        twin and ``acor mcp --client`` build their catalog."""
+        return cls(partial(load_registry, config_path=config_path), only)
 
     def registry(self) -> Registry:
         """The current registry; reports what cannot be served."""

@@ -54,6 +54,7 @@ import time
 from acor._safefs import Unsafe
 from acor.events import (AIDirective, Error, Event, InputNeeded, OutputData,
                          OutputFiles, Status, Text)
+from acor.cli.sizes import DEFAULT_MAX_OUTPUT, parse_size
 from acor.cli.textsafe import clean_event, strip_terminal
 
 
@@ -73,13 +74,6 @@ TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional
 
-DEFAULT_MAX_OUTPUT = 32 * 1024
-"""The default budget: 32 KiB is about 8,000 tokens of English text or
-code (some 4 bytes a token) and at most about 16,000 for the densest
-output (2 bytes a token: hex, JSON punctuation), under the 25,000 tokens
-Claude Code allows one MCP result and near its 10,000-token warning."""
-MIN_MAX_OUTPUT = 4096      # below this, head, tail and ending cannot fit
-MAX_MAX_OUTPUT = 1 << 40   # a limit, not a promise: 1 TiB
 MEMORY_HOLD = 1 << 20      # spill bytes kept in memory before a file
 OUTPUT_DIR = ".output"     # under the state dir; no tool can be named so
 MAX_AGE = 7 * 24 * 3600    # spill files older than this are removed
@@ -92,35 +86,6 @@ ENDINGS = ("input_needed",)
 # What always reaches the agent, whole or cut, or summarised with its file.
 MUST = ("error", "ai_directive", "output_data", "input_needed")
 _NOTE = "[acor: {what} left out here; the whole output is in {path}]"
-
-
-def parse_size(value: Any, what: str = "--max-output") -> int:
-    """A byte count from ``32768``, ``32k``, ``32KiB``, ``1M``, ``0``
-    (no limit). Raises ValueError saying what is wrong."""
-    if isinstance(value, bool):
-        raise ValueError(f"{what} must be a size in bytes, not {value!r}")
-    if isinstance(value, int):
-        number = value
-    else:
-        text = str(value).strip().lower().replace(" ", "")
-        scale = 1
-        for suffix, shift in (("kib", 10), ("mib", 20), ("gib", 30),
-                              ("kb", 10), ("mb", 20), ("gb", 30),
-                              ("k", 10), ("m", 20), ("g", 30), ("b", 0)):
-            if text.endswith(suffix) and text[:-len(suffix)]:
-                text, scale = text[:-len(suffix)], 1 << shift
-                break
-        if not (text.isascii() and text.isdigit()) or len(text) > 15:
-            raise ValueError(
-                f"{what} must be a size in bytes (32768, 32k, 1M) or 0 for "
-                f"no limit, not {str(value)[:40]!r}")
-        number = int(text) * scale
-    if number == 0:
-        return 0
-    if number < MIN_MAX_OUTPUT or number > MAX_MAX_OUTPUT:
-        raise ValueError(f"{what} must be 0 (no limit) or from 4k "
-                         f"({MIN_MAX_OUTPUT} bytes) to 1 TiB, not {number}")
-    return number
 
 
 def output_dir(state_dir: str) -> str:

@@ -326,9 +326,10 @@ def make_sink(fmt: str, tool: str, progress_interval: float, out=None,
         from acor.cli.output.budget import (Budget, json_cost,
                                             markdown_cost, output_dir)
         cost = json_cost(tool) if fmt == "json" else markdown_cost
-        sink = Budget(sink, max_output,
-                      output_dir(state_dir or os.path.join(".acor", "state")),
-                      tool, cost)
+        if state_dir is None:
+            raise ValueError("a budgeted sink needs the state dir to "
+                             "spill to (the run request's)")
+        sink = Budget(sink, max_output, output_dir(state_dir), tool, cost)
     return Coalescer(sink, progress_interval if coalesce else 0)
 
 

@@ -1,1 +1,3 @@
-"""Running one tool: spawn its process, relay its stream, build its result."""
+"""Running one tool: its request built once, its process spawned, its
+stream relayed, its result built. No front end lives here: the terminal,
+MCP and the commands sit above and hand the runner a request."""

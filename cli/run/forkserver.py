@@ -48,6 +48,18 @@ import signal
 import socket
 import sys
 
+from acor.cli.run.process import children, end_orphans, kill_group
+
+TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
+if TYPE_CHECKING:
+    from types import CodeType
+    from typing import Any, Iterable, NoReturn, Optional, Union
+
+    Code = Union[CodeType, SyntaxError]  # a SyntaxError: the tool reports it
+    Globals = tuple[Optional[Code], dict[str, Any]]  # what __main__ runs
+    Forked = tuple[dict[str, Any], list[int], list[int], Optional[Code],
+                   Optional[int]]  # _become_tool's arguments
+
 FD_VAR = "ACOR_FORKSERVER_FD"
 MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
 MAX_FDS = 16              # stdio, the call's socket, a few passed fds
@@ -68,7 +80,8 @@ BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
         "    _exit(_exc)\n"
         "_exit(None)\n")
 _PR_SET_CHILD_SUBREAPER = 36
-_compiled: dict = {}      # (path, mtime_ns, size) -> code: one compile each
+# (path, mtime_ns, size) -> code: one compile each
+_compiled: dict[tuple[str, int, int], Any] = {}
 
 
 class _Call:
@@ -88,7 +101,7 @@ class _Call:
             os.close(self.exit_fd)
 
 
-def serve():
+def serve() -> Globals:
     """Serve requests until the client goes away; in a tool process,
     return its code and globals to run at the top of the interpreter."""
     # Ends when the launcher does: its end of the socket closes with it.
@@ -133,7 +146,8 @@ def serve():
                 _reap(ended.pop(fd), running)
 
 
-def _leave_server(control, running: dict, ended: dict, forked):
+def _leave_server(control: socket.socket, running: dict[int, _Call],
+                  ended: dict[int, _Call], forked: Forked) -> Globals:
     """In a tool's process: drop what is the server's, become the tool."""
     # Closed before the tool's descriptors are placed: a socket object
     # closes its number when it is freed.
@@ -156,7 +170,7 @@ class _Spare:
     def end(self) -> None:
         """Kill and reap it: it was never given a call, or could not be."""
         self.sock.close()  # it reads the end, and leaves
-        _kill_group(self.pid)
+        kill_group(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
         os.close(self.exit_fd)
 
@@ -164,7 +178,8 @@ class _Spare:
 _spare: list[_Spare] = []  # the one spare, when there is one
 
 
-def _fork_spare(control: socket.socket, ended: dict):
+def _fork_spare(control: socket.socket, ended: dict[int, _Call]
+                ) -> Optional[Forked]:
     """Fork the spare; in the spare, once its request has come, return
     what its tool needs (:func:`_become_tool`'s arguments)."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -213,7 +228,8 @@ def _end_spare() -> None:
         _spare.pop().end()
 
 
-def _accept(control: socket.socket, running: dict):
+def _accept(control: socket.socket, running: dict[int, _Call]
+            ) -> Optional[Forked]:
     """Fork the tool of the next request; in the tool's process, return
     its code and globals."""
     try:
@@ -240,7 +256,8 @@ def _accept(control: socket.socket, running: dict):
         sock = socket.socket(fileno=fds[0])
         _close(fds[1:])
         _code_of(entry)  # compiled here too: the next spare inherits it
-        return _started(spare.pid, sock, running, spare.exit_fd)
+        _started(spare.pid, sock, running, spare.exit_fd)
+        return None
     code = None if program else _code_of(entry)
     # A program's process says on this pipe why it could not exec; an
     # exec that succeeds closes it (close-on-exec) with nothing said.
@@ -264,25 +281,27 @@ def _accept(control: socket.socket, running: dict):
                 pass
             sock.close()
             return None
-    return _started(pid, sock, running)
+    _started(pid, sock, running)
+    return None
 
 
-def _started(pid: int, sock: socket.socket, running: dict,
+def _started(pid: int, sock: socket.socket, running: dict[int, _Call],
              exit_fd: int | None = None) -> None:
     """Say the tool's pid on its call's socket, and watch for its exit."""
     try:
         call = _Call(pid, sock, exit_fd)
         sock.sendall(b"pid %d\n" % pid)
     except OSError:
-        _kill_group(pid)
+        kill_group(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
         sock.close()
-        return None
+        return
+    assert call.exit_fd is not None  # its pidfd, until it has exited
     running[call.exit_fd] = call
-    return None
 
 
-def _report_exit(call: _Call, running: dict, ended: dict) -> None:
+def _report_exit(call: _Call, running: dict[int, _Call],
+                 ended: dict[int, _Call]) -> None:
     """Say how the tool exited. When it left nothing behind (its group is
     empty and no orphan came to the server) there is nothing to reap: say
     ``done`` with it, and the client need not ask (the common case: one
@@ -292,7 +311,8 @@ def _report_exit(call: _Call, running: dict, ended: dict) -> None:
         os.close(call.exit_fd)
         call.exit_fd = None
     code = os.waitstatus_to_exitcode(status)
-    clean = not _group_alive(call.pid) and not _orphans(running)
+    clean = not _group_alive(call.pid) and \
+        not children() - _not_orphans(running)  # no escaped daemon
     try:
         call.sock.sendall(b"exit %d%s\n" % (code, b" done" if clean else b""))
     except OSError:  # the client is gone: end what is left now
@@ -314,18 +334,17 @@ def _group_alive(pid: int) -> bool:
     return True
 
 
-def _orphans(running: dict) -> set[int]:
-    """The server's children that are not running tools: daemons that
-    escaped tools which have exited."""
-    from acor.cli.run.process import children
-    return children() - {call.pid for call in running.values()} - \
+def _not_orphans(running: dict[int, _Call]) -> set[int]:
+    """The server's children that are its own: running tools, the spare
+    (the others are daemons that escaped tools which have exited)."""
+    return {call.pid for call in running.values()} | \
         {spare.pid for spare in _spare}
 
 
-def _reap(call: _Call, running: dict) -> None:
+def _reap(call: _Call, running: dict[int, _Call]) -> None:
     """The client has read the tool's pipes (or is gone): end its group
     and every orphan the server has adopted, then say so."""
-    _kill_group(call.pid)
+    kill_group(call.pid, signal.SIGKILL)
     _end_orphans(running)
     try:
         call.sock.sendall(b"done\n")
@@ -334,41 +353,20 @@ def _reap(call: _Call, running: dict) -> None:
     call.sock.close()
 
 
-def _end_orphans(running: dict) -> None:
+def _end_orphans(running: dict[int, _Call]) -> None:
     """SIGKILL and reap the server's children that are not running tools:
-    daemons that escaped tools which have exited (each killed may hand its
-    own children to us, hence the rounds)."""
-    for _ in range(100):
-        orphans = _orphans(running)
-        if not orphans:
-            return
-        for pid in orphans:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        for pid in orphans:
-            try:
-                os.waitpid(pid, 0)
-            except ChildProcessError:
-                pass
+    daemons that escaped tools which have exited."""
+    end_orphans(running=lambda: _not_orphans(running))
 
 
-def _end_all(running: dict) -> None:
+def _end_all(running: dict[int, _Call]) -> None:
     _end_spare()
     for call in running.values():
-        _kill_group(call.pid)
+        kill_group(call.pid, signal.SIGKILL)
     _end_orphans({})
 
 
-def _kill_group(pid: int) -> None:
-    try:
-        os.killpg(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def exit(exc: BaseException | None):
+def exit(exc: BaseException | None) -> NoReturn:
     """End the tool's process as the interpreter ends a script, less the
     teardown of every module, which no one can observe and which costs a
     process holding the library several milliseconds: report an uncaught
@@ -399,7 +397,7 @@ def exit(exc: BaseException | None):
     os._exit(code)
 
 
-def _exit_code(value) -> int:
+def _exit_code(value: object) -> int:
     """sys.exit(value)'s status: None 0, an int itself, anything else
     printed to stderr and 1."""
     if value is None:
@@ -435,8 +433,9 @@ def _read_to_end(fd: int) -> bytes:
         data += chunk
 
 
-def _become_tool(request: dict, fds: list[int], targets: list[int], code,
-                 report: int | None):
+def _become_tool(request: dict[str, Any], fds: list[int],
+                 targets: list[int], code: Optional[Code],
+                 report: int | None) -> Globals:
     """In the tool's process: its session, streams, descriptors,
     environment and directory; then a program is executed in it (with
     ``report`` to say why it could not be), or the code of a Python entry
@@ -489,7 +488,7 @@ def _become_tool(request: dict, fds: list[int], targets: list[int], code,
     return code, main.__dict__
 
 
-def _exec_program(request: dict, fds: list[int], targets: list[int],
+def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
                   report: int) -> None:
     """Replace this process with the request's program; never returns.
     What a spawn would raise is written on ``report`` instead: an errno,
@@ -523,7 +522,7 @@ def _exec_program(request: dict, fds: list[int], targets: list[int],
             os._exit(127)
 
 
-def _set_environment(env: dict) -> None:
+def _set_environment(env: dict[str, str]) -> None:
     """Make ``os.environ`` (and the C environment) exactly ``env``,
     changing only what differs from the server's: most of a tool's
     environment is the launcher's, which the server started with."""
@@ -554,7 +553,7 @@ def _place(fds: list[int], targets: list[int],
     os.closerange(start, 1 << 16)
 
 
-def _code_of(entry: str):
+def _code_of(entry: str) -> Optional[Code]:
     """The entry's code object, compiled once per version of the file (a
     SyntaxError is returned, for the tool's process to report); None when
     it cannot be read, for the tool's process to fail as Python would."""
@@ -577,7 +576,7 @@ def _code_of(entry: str):
     return code
 
 
-def _close(fds) -> None:
+def _close(fds: Iterable[int]) -> None:
     for fd in fds:
         try:
             os.close(fd)
@@ -585,10 +584,10 @@ def _close(fds) -> None:
             pass
 
 
-_loaded_libc: list = []
+_loaded_libc: list[Any] = []
 
 
-def _libc():
+def _libc() -> Any:
     """libc through ctypes, loaded once (in the server, before any fork)."""
     if not _loaded_libc:
         try:

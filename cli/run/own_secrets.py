@@ -21,6 +21,10 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False  # only mypy: the typing module is not needed to run
+if TYPE_CHECKING:
+    from typing import Mapping
+
 TOKEN_VAR = "ACOR_MCP_TOKEN"     # the bearer token of acor mcp --http
 KEY_VAR = "ACOR_MCP_KEY"         # the key that seals requestState
 # The server's variables (these, and any later one, or the options an
@@ -51,7 +55,7 @@ def take_all() -> dict[str, str]:
             and (value := take(name)) is not None}
 
 
-def without_secrets(env) -> dict[str, str]:
+def without_secrets(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` less every variable that may hold one of acor's secrets or
     a tool's credential a host handed acor."""
     return {key: value for key, value in env.items()
@@ -96,7 +100,7 @@ def keep_private() -> bool:
     try:
         import ctypes
         libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+        return bool(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0) == 0)
     except (OSError, AttributeError):
         return False
 

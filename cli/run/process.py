@@ -16,7 +16,23 @@ import sys
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Optional, Sequence
+    from typing import Any, Callable, Mapping, Optional, Protocol, Sequence
+
+    class RunningTool(Protocol):
+        """A tool's process as the relay drives it: started here
+        (:class:`ToolProcess`) or by a warm start's server
+        (:class:`acor.cli.run.warm.WarmProcess`)."""
+        pid: int
+        proc: Any  # stdout, stderr and poll(), as a Popen has them
+
+        @property
+        def returncode(self) -> Optional[int]: ...
+
+        def poll(self) -> Optional[int]: ...
+
+        def kill_group(self, sig: int) -> None: ...
+
+        def reap(self, grace: float, reap_orphans: bool) -> None: ...
 
 
 def env_seconds(name: str, default: float) -> float:
@@ -47,7 +63,7 @@ class ToolProcess:
     def __init__(self, argv: Sequence[str], *, cwd: Optional[str],
                  env: Mapping[str, str], pass_fds: Sequence[int] = (),
                  inherit_stdin: bool = False, alone: bool = False,
-                 sandbox: Optional[dict] = None) -> None:
+                 sandbox: Optional[dict[str, Any]] = None) -> None:
         self.proc: Any
         if sandbox is not None and alone:
             # The hot path, in a process that runs nothing else: fork, enter
@@ -66,7 +82,8 @@ class ToolProcess:
                 from functools import partial
 
                 from acor.cli.sandbox.enter import enter, libc
-                libc()  # loaded here: a child of threads must not dlopen
+                load: Callable[[], object] = libc
+                load()  # loaded here: a child of threads must not dlopen
                 enter_box = partial(enter, sandbox)
             try:
                 self.proc = subprocess.Popen(
@@ -85,16 +102,15 @@ class ToolProcess:
 
     @property
     def returncode(self) -> Optional[int]:
-        return self.proc.returncode
+        code: Optional[int] = self.proc.returncode
+        return code
 
     def poll(self) -> Optional[int]:
-        return self.proc.poll()
+        code: Optional[int] = self.proc.poll()
+        return code
 
     def kill_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.pid, sig)
 
     def reap(self, grace: float, reap_orphans: bool) -> None:
         """Wait for the tool (``grace`` seconds, then SIGKILL), then end
@@ -110,7 +126,7 @@ class ToolProcess:
             stream.close()
 
 
-def _waited(proc, timeout: float) -> bool:
+def _waited(proc: Any, timeout: float) -> bool:
     """Whether ``proc`` exited within ``timeout`` seconds (and is reaped)."""
     if isinstance(proc, _Spawned):
         return proc.wait(timeout) is not None
@@ -136,7 +152,7 @@ class _Spawned:
         path = _executable(argv[0], env)
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
-        actions: list = [(os.POSIX_SPAWN_DUP2, out_w, 1),
+        actions: list[tuple[Any, ...]] = [(os.POSIX_SPAWN_DUP2, out_w, 1),
                          (os.POSIX_SPAWN_DUP2, err_w, 2)]
         if not inherit_stdin:
             actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY,
@@ -211,7 +227,7 @@ class _Forked(_Spawned):
 
     def __init__(self, argv: Sequence[str], env: Mapping[str, str],
                  pass_fds: Sequence[int], inherit_stdin: bool,
-                 cwd: Optional[str], sandbox: dict) -> None:
+                 cwd: Optional[str], sandbox: dict[str, Any]) -> None:
         from acor.cli.sandbox.enter import SandboxError, enter
         path = _executable(argv[0], env)
         out_r, out_w = os.pipe()
@@ -317,7 +333,7 @@ def tune_allocator() -> None:
         mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD: keep it for reuse
 
 
-def libc_function(name: str):
+def libc_function(name: str) -> Optional[Callable[..., int]]:
     """The C library's function ``name``, taking and returning C ints, or
     None where there is none. Built on ``_ctypes``, the C half of
     :mod:`ctypes`: ``import ctypes`` costs every ``acor TOOL`` about 3 ms
@@ -327,7 +343,8 @@ def libc_function(name: str):
     except ImportError:
         return None
 
-    class _Int(_ctypes._SimpleCData):  # what ctypes calls c_int
+    # what ctypes calls c_int (typeshed makes the base generic)
+    class _Int(_ctypes._SimpleCData):  # type: ignore[type-arg, unused-ignore]
         _type_ = "i"
 
     class _Function(_ctypes.CFuncPtr):
@@ -341,12 +358,24 @@ def libc_function(name: str):
         return None
 
 
-def end_orphans(rounds: int = 100) -> None:
-    """SIGKILL and reap every child we have left. With the subreaper set
-    and the tool reaped, these are the tool's escaped descendants; each one
-    killed hands its own children to us, hence the rounds."""
+def kill_group(pid: int, sig: int) -> None:
+    """Send ``sig`` to the process group ``pid`` leads: the tool and all
+    it started. A group already gone, or one whose member we may not
+    signal (a setuid program), is no error."""
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def end_orphans(rounds: int = 100,
+                running: Callable[[], set[int]] = set) -> None:
+    """SIGKILL and reap every child we have left but the ``running()``
+    ones. With the subreaper set and the tool reaped, these are the tool's
+    escaped descendants; each one killed hands its own children to us,
+    hence the rounds."""
     for _ in range(rounds):
-        pids = children()
+        pids = children() - running()
         if not pids:
             return
         for pid in pids:

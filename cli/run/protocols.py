@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 
     from acor.decode import StreamDecoder
 
+    from acor.cli.discovery.spec import ToolSpec
+
 
 class AcorProtocol:
     """A tool that speaks ACOR through the library: framed sections."""
@@ -65,7 +67,8 @@ class AcorProtocol:
 
     def feed(self, block: str) -> list[Event]:
         assert self.decoder is not None, "feed() before spawned()"
-        return self.decoder.feed(block)
+        events: list[Event] = self.decoder.feed(block)
+        return events
 
     def close(self) -> list[Event]:
         return self.decoder.close() if self.decoder is not None else []
@@ -79,10 +82,10 @@ class AcorProtocol:
 class WrappedProtocol:
     """A program that knows nothing of ACOR, described by its manifest."""
 
-    def __init__(self, spec) -> None:
+    def __init__(self, spec: ToolSpec) -> None:
         self.spec = spec
         pattern = spec.progress_pattern
-        self.pattern: Optional[re.Pattern] = None
+        self.pattern: Optional[re.Pattern[str]] = None
         if pattern:
             import re  # compiled once per run; checked at discovery
             self.pattern = re.compile(pattern)

@@ -20,15 +20,18 @@ from acor.decode import LineReader
 from acor.events import Error, Event, Heartbeat, InputNeeded, Status
 
 from acor.cli.run import process
-from acor.cli.run.process import ToolProcess
 from acor.cli.signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Callable, Optional, Protocol
+    from typing import Any, Callable, Optional, Protocol
+
+    from acor.cli.run.process import RunningTool
+    from acor.cli.run.protocols import AcorProtocol, WrappedProtocol
 
     class Sink(Protocol):
-        """Where events go: a format (see :mod:`cli.formats`) or a collector."""
+        """Where events go: a format (see :mod:`cli.output.formats`) or
+        a collector."""
 
         def emit(self, event: Event) -> None: ...
         def due(self) -> Optional[float]: ...
@@ -56,7 +59,8 @@ class Relay:
     ``stop_error(kind, seconds)`` builds acor's Error for its own endings
     ("timeout", "idle"); ``on_stderr(data)`` receives the tool's stderr."""
 
-    def __init__(self, proc: ToolProcess, protocol, sink: Sink, *,
+    def __init__(self, proc: RunningTool,
+                 protocol: AcorProtocol | WrappedProtocol, sink: Sink, *,
                  name: str, args: list[str], timeout: float,
                  idle_timeout: Optional[float], cancel: Cancel,
                  stop_error: Callable[[str, float], Error],
@@ -77,6 +81,9 @@ class Relay:
         self.stopped: Optional[str] = None  # "timeout", "idle", "cancelled"
         self.usage_error = False           # the last Error was E_USAGE
         self.kill_at: Optional[float] = None
+        self._exit_fd: Optional[int] = None  # -1: exited, no more watched
+        self._exited_at: Optional[float] = None
+        self._streams = 2  # the tool's pipes still open
         self._tail = bytearray()
         self._cancels_seen = 0
         # A protocol that holds lines for a while (a wrapped program's).
@@ -90,70 +97,88 @@ class Relay:
         daemon holding them open has had its grace); then call
         :meth:`finish`, once the tool is reaped."""
         proc = self.proc.proc
-        sel = selectors.DefaultSelector()
-        for stream, role in ((proc.stdout, "out"), (proc.stderr, "err")):
-            os.set_blocking(stream.fileno(), False)
-            sel.register(stream.fileno(), selectors.EVENT_READ, role)
-        sel.register(self.cancel.fileno(), selectors.EVENT_READ, "cancel")
-        exit_fd = process.pidfd(self.proc.pid)
-        if exit_fd is not None:
-            sel.register(exit_fd, selectors.EVENT_READ, "exit")
+        sel = self._selector(proc)
         reader = LineReader()
         self.started = time.monotonic()
         self.last_activity = self.started
-        exited_at: Optional[float] = None
+        self._exited_at = None
+        self._streams = 2
         self.dispatch(self.protocol.start())
-        streams = 2
         try:
             # Until the tool exits, not just until its pipes close: a tool
             # may close stdout and stderr early and go on working.
-            while streams or exited_at is None:
+            while self._streams or self._exited_at is None:
                 now = time.monotonic()
                 if self.cancel.count > self._cancels_seen:
                     self._on_cancel()
-                if exited_at is None and exit_fd is None and \
+                if self._exited_at is None and self._exit_fd is None and \
                         proc.poll() is not None:
-                    exited_at = now
-                deadline = self._next_deadline(exited_at)
+                    self._exited_at = now
+                deadline = self._next_deadline(self._exited_at)
                 if deadline is not None and deadline <= now:
-                    if exited_at is not None and \
-                            now >= exited_at + DRAIN_GRACE:
+                    if self._exited_at is not None and \
+                            now >= self._exited_at + DRAIN_GRACE:
                         break  # a daemon kept the pipe open: stop reading
                     self._on_deadline(now)
                     continue
-                wait = None if deadline is None else deadline - now
-                if exit_fd is None and exited_at is None:
-                    wait = 0.05 if wait is None else min(wait, 0.05)
-                for key, _ in sel.select(wait):
-                    if key.data == "cancel":
-                        self.cancel.drain()
-                        continue
-                    if key.data == "exit":
-                        sel.unregister(key.fd)
-                        os.close(key.fd)
-                        exit_fd = -1  # registered no more, but exit is known
-                        exited_at = time.monotonic()
-                        continue
-                    data = process.read(key.fd)
-                    if data is None:
-                        continue  # woken without data: nothing to do
-                    if not data:
-                        sel.unregister(key.fd)
-                        streams -= 1
-                    elif key.data == "out":
-                        self.last_activity = time.monotonic()
-                        for block in reader.feed(data):
-                            self.dispatch(self.protocol.feed(block))
-                    else:
-                        self._stderr(data)
+                for key, _ in sel.select(self._wait(deadline, now)):
+                    self._on_ready(key, sel, reader)
                 self._tick()
             for block in reader.close():
                 self.dispatch(self.protocol.feed(block))
             self.dispatch(self.protocol.close())
         finally:
-            if exit_fd not in (None, -1):
-                os.close(exit_fd)
+            if self._exit_fd not in (None, -1):
+                os.close(self._exit_fd)
             sel.close()
+
+    def _selector(self, proc: Any) -> selectors.BaseSelector:
+        """What the loop waits on: the tool's stdout and stderr, the
+        cancel, and the tool's exit (its pidfd, where there is one)."""
+        sel = selectors.DefaultSelector()
+        for stream, role in ((proc.stdout, "out"), (proc.stderr, "err")):
+            os.set_blocking(stream.fileno(), False)
+            sel.register(stream.fileno(), selectors.EVENT_READ, role)
+        sel.register(self.cancel.fileno(), selectors.EVENT_READ, "cancel")
+        self._exit_fd = process.pidfd(self.proc.pid)
+        if self._exit_fd is not None:
+            sel.register(self._exit_fd, selectors.EVENT_READ, "exit")
+        return sel
+
+    def _wait(self, deadline: Optional[float], now: float
+              ) -> Optional[float]:
+        """How long to wait for the next wake-up: until the next deadline,
+        and a short while when the tool's exit must be polled for."""
+        wait = None if deadline is None else deadline - now
+        if self._exit_fd is None and self._exited_at is None:
+            wait = 0.05 if wait is None else min(wait, 0.05)
+        return wait
+
+    def _on_ready(self, key: selectors.SelectorKey,
+                  sel: selectors.BaseSelector, reader: LineReader) -> None:
+        """One wake-up's source: the cancel, the tool's exit, or a block
+        of its stdout (decoded) or stderr."""
+        if key.data == "cancel":
+            self.cancel.drain()
+            return
+        if key.data == "exit":
+            sel.unregister(key.fd)
+            os.close(key.fd)
+            self._exit_fd = -1  # registered no more, but exit is known
+            self._exited_at = time.monotonic()
+            return
+        data = process.read(key.fd)
+        if data is None:
+            return  # woken without data: nothing to do
+        if not data:
+            sel.unregister(key.fd)
+            self._streams -= 1
+        elif key.data == "out":
+            self.last_activity = time.monotonic()
+            for block in reader.feed(data):
+                self.dispatch(self.protocol.feed(block))
+        else:
+            self._stderr(data)
 
     def _tick(self) -> None:
         """After each wake-up: what the protocol and the sink hold that

@@ -8,13 +8,16 @@ the whole stream unless asked to (a 100 MB flood must not be kept).
 
 from __future__ import annotations
 
-
 from acor.events import (Error, Event, InputNeeded, OutputData, Progress,
                          Result, Session, Status)
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Any, Callable, Optional, Union
+
+    from acor.cli.discovery.spec import ToolSpec
+    from acor.cli.run.policy import RunPolicy
+    from acor.cli.run.relay import Sink
 
 STDERR_KEPT = 64 * 1024  # bytes of the tool's stderr a result keeps (the tail)
 
@@ -43,7 +46,7 @@ class RunResult:
     argv: list[str]
     session: Optional[str]
     next: Optional[list[str]]
-    fields: Optional[dict]           # what Input Needed asked for
+    fields: Optional[dict[str, Any]]           # what Input Needed asked for
     audience: str                    # who Input Needed asked: agent, human
     # What the tool's own process exited with (None if it never ran or was
     # killed); `acor check` compares it with the ending.
@@ -59,7 +62,7 @@ class RunResult:
     # argument schema: what the rich view and the MCP server ask with.
     message: Optional[str]
     asked_next: Optional[list[str]]
-    args_schema: Optional[dict]
+    args_schema: Optional[dict[str, Any]]
 
     def __init__(self, *, exit_code: int, state: str, tool: str,
                  argv: list[str], duration: float = 0.0,
@@ -69,7 +72,8 @@ class RunResult:
                  version: Optional[str] = None,
                  session: Optional[str] = None,
                  next: Optional[list[str]] = None,
-                 fields: Optional[dict] = None, audience: str = "agent",
+                 fields: Optional[dict[str, Any]] = None,
+                 audience: str = "agent",
                  tool_exit_code: Optional[int] = None) -> None:
         self.exit_code = exit_code
         self.state = state
@@ -115,7 +119,7 @@ class RunResult:
                       audience=self.audience if self.state ==
                       "input_needed" else None)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return self.record().to_dict()
 
     def __repr__(self) -> str:
@@ -126,7 +130,7 @@ class RunResult:
 class Collector:
     """Passes events to ``sink`` and remembers what the result needs."""
 
-    def __init__(self, sink, tool: str, argv: list[str],
+    def __init__(self, sink: Sink, tool: str, argv: list[str],
                  keep_events: bool) -> None:
         self.sink = sink
         self.tool = tool
@@ -137,13 +141,13 @@ class Collector:
         self.data: Any = None
         self.session: Optional[str] = None
         self.next: Optional[list[str]] = None
-        self.fields: Optional[dict] = None
+        self.fields: Optional[dict[str, Any]] = None
         self.audience = "agent"
         self.message: Optional[str] = None
         self.asked_next: Optional[list[str]] = None
         # Set by the runner: the run's policy, and whether its caller asks
         # a person what the tool needs (the rich view, the MCP server).
-        self.policy: Any = None  # a launch._Policy (no import: a cycle)
+        self.policy: Optional[RunPolicy] = None
         # Set when the run is sandboxed: what to say on an error that
         # looks like a denial (the box, and the manifest field to change).
         self.sandbox_note: Optional[Callable[[], str]] = None
@@ -222,7 +226,8 @@ class Collector:
         return event
 
     def due(self) -> Optional[float]:
-        return self.sink.due()
+        due: Optional[float] = self.sink.due()
+        return due
 
     def heartbeat(self) -> None:
         """The tool is alive: passed to a sink that listens for it."""
@@ -255,7 +260,7 @@ class Collector:
     # --- the end ----------------------------------------------------------
 
     def finish(self, exit_code: int, state: str, duration: float,
-               policy) -> RunResult:
+               policy: Optional[RunPolicy]) -> RunResult:
         next_argv = self.next
         if next_argv is None and policy is not None and \
                 self.audience != "human":
@@ -279,8 +284,8 @@ class Collector:
         return result
 
 
-def _next_command(policy, state: str, session: Optional[str],
-                  fields: Optional[dict]) -> Optional[list[str]]:
+def _next_command(policy: RunPolicy, state: str, session: Optional[str],
+                  fields: Optional[dict[str, Any]]) -> Optional[list[str]]:
     """acor's own advice when the tool gave none: a session run that did
     not complete resumes with the same command; Input Needed asks for the
     same command with the missing arguments filled in."""
@@ -291,7 +296,7 @@ def _next_command(policy, state: str, session: Optional[str],
     return None
 
 
-def _placeholders(spec, fields: dict) -> list[str]:
+def _placeholders(spec: ToolSpec, fields: dict[str, Any]) -> list[str]:
     """``--key <KEY>`` for each field the tool's argument schema maps to a
     flag; positional fields as ``<NAME>``; a field the schema does not know
     as ``--name <NAME>``."""

@@ -32,11 +32,11 @@ import sys
 import threading
 
 from acor.cli.run.own_secrets import without_secrets
-from acor.cli.run.process import widen_pipe
+from acor.cli.run.process import kill_group, widen_pipe
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import BinaryIO, Mapping, Optional, Sequence
+    from typing import Any, BinaryIO, Mapping, Optional, Sequence
 
 # Set for the server by the starter; a tool's own env decides its own.
 _SERVER_ENV = {"PYTHONUNBUFFERED": "1", "PYTHONIOENCODING": "utf-8"}
@@ -83,7 +83,8 @@ class WarmStarter:
 
     def spawn(self, argv: Sequence[str], *, cwd: Optional[str],
               env: Mapping[str, str], pass_fds: Sequence[int] = (),
-              inherit_stdin: bool = False, sandbox: Optional[dict] = None,
+              inherit_stdin: bool = False,
+              sandbox: Optional[dict[str, Any]] = None,
               program: bool = False) -> WarmProcess:
         """Start ``argv`` forked from the server: a Python entry (eligible,
         see :meth:`eligible`), or with ``program`` any command, executed.
@@ -194,10 +195,7 @@ class WarmProcess:
             self.returncode = -signal.SIGKILL  # its supervisor is gone
 
     def kill_group(self, sig: int) -> None:
-        try:
-            os.killpg(self.pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
+        kill_group(self.pid, sig)
 
     def reap(self, grace: float, reap_orphans: bool) -> None:
         """Wait for the tool (``grace`` seconds, then SIGKILL), then have
@@ -235,6 +233,7 @@ def _start_error(said: bytes) -> OSError:
     return OSError(number, os.strerror(number))
 
 
-def _python_vars(env: Mapping[str, str], exclude=()) -> dict:
+def _python_vars(env: Mapping[str, str], exclude: Sequence[str] = ()
+                 ) -> dict[str, str]:
     return {key: value for key, value in env.items()
             if key.startswith("PYTHON") and key not in exclude}

@@ -121,18 +121,22 @@ def test_a_package_edge_and_a_type_checking_import_close_a_cycle(tmp_path):
 
 
 # The launcher's layers, from the bottom: a module imports only from its own
-# subpackage and from layers below its own. Data flows one way: commands
-# call run and discovery, which hand events to output; nothing below
-# imports a command.
+# subpackage and from layers below its own. Data flows one way: the front
+# ends (the terminal, MCP, the commands) build a run request and hand it
+# to run, which discovery feeds and whose events go to the sink a front
+# end chose (output); the runner imports no front end, nothing below
+# imports a command. Sizes, durations and approvals are leaves every layer
+# may use.
 LAYERS = (
     ("leaf", ("acor.cli.errors", "acor.cli.textsafe", "acor.cli.durations",
-              "acor.cli.signals", "acor.cli.package_data",
-              "acor.cli.arguments", "acor.cli.handlers")),
+              "acor.cli.sizes", "acor.cli.signals", "acor.cli.package_data",
+              "acor.cli.arguments", "acor.cli.handlers",
+              "acor.cli.approval")),
     ("output", ("acor.cli.output",)),
     ("sandbox", ("acor.cli.sandbox",)),
     ("discovery", ("acor.cli.discovery",)),
     ("run", ("acor.cli.run",)),
-    ("human", ("acor.cli.human",)),
+    ("terminal", ("acor.cli.terminal",)),
     ("mcp", ("acor.cli.mcp",)),
     ("commands", ("acor.cli.commands",)),
     ("entry", ("acor.cli.main", "acor.cli.entry", "acor.cli.pytest_plugin",
@@ -197,3 +201,29 @@ print("ok")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO / "tests",
                          capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "ok", out.stderr
+
+
+FRONT_ENDS = ("acor.cli.terminal", "acor.cli.mcp", "acor.cli.commands")
+
+
+def test_the_front_ends_stand_beside_each_other_above_the_runner():
+    """The terminal, MCP and the commands each build a run request and
+    hand it to the runner: none imports another's modules (a command may
+    start a front end: `acor mcp` serves, `acor call` runs at the
+    terminal), and nothing below them imports any."""
+    starts = {"acor.cli.commands": {"acor.cli.terminal", "acor.cli.mcp"}}
+    wrong = []
+    for name, path in modules():
+        if not name.startswith("acor.cli."):
+            continue
+        mine = next((f for f in FRONT_ENDS if name.startswith(f + ".")
+                     or name == f), None)
+        for dep in imports_of(name, path):
+            theirs = next((f for f in FRONT_ENDS if dep.startswith(f + ".")
+                           or dep == f), None)
+            if theirs is None or theirs == mine:
+                continue
+            if mine is None and layer_of(name) < layer_of(theirs) or \
+                    mine is not None and theirs not in starts.get(mine, ()):
+                wrong.append(f"{name} -> {dep}")
+    assert wrong == []

@@ -185,7 +185,7 @@ async def test_free_argv_tools_take_a_list_of_strings_only():
         good = await client.call_tool("raw", {"argv": ["$(rm -rf /)", "b c"]})
     assert bad.is_error and "argv" in texts(bad)[0]
     # Passed as they are: no shell ever sees them.
-    assert run.calls == [("raw", ["$(rm -rf /)", "b c"], None)]
+    assert run.calls == [("raw", ["$(rm -rf /)", "b c"], 120.0)]
     assert not good.is_error
 
 

@@ -443,8 +443,9 @@ BOXED_RUN = """\
 import sys
 from acor.cli.run.own_secrets import keep_private
 from acor.cli.run.launch import run
+from acor.cli.run.request import build_request
 assert keep_private()
-result = run("boxedsh", [], cwd=sys.argv[1])
+result = run(build_request("boxedsh", [], cwd=sys.argv[1]))
 print(result.exit_code, result.state,
       [(e.title, e.details) for e in result.errors])
 """

@@ -22,6 +22,7 @@ import pytest
 from acor import parse
 from acor.cli.output.formats import make_sink
 from acor.cli.run.launch import run
+from acor.cli.run.request import build_request
 from conftest import headings, pid_alive
 
 # Every tool starts so: a child and a grandchild in its process group, all
@@ -289,8 +290,7 @@ def test_sixteen_parallel_runs_each_get_their_own_transcript(project,
         # Progress is not coalesced here (interval 0): every section is
         # checked.
         sink = make_sink(fmts[i], "par", 0, out=out)
-        result = run("par", [str(i)], sink=sink, cwd=str(project.root),
-                     timeout=60)
+        result = run(build_request("par", [str(i)], cwd=str(project.root), timeout=60), sink=sink)
         sink.close()
         return result.exit_code, out.getvalue().decode(), result.stderr
 

@@ -178,7 +178,7 @@ def test_signals_caught_before_the_run_cancel_it(project, monkeypatch,
 
 
 def test_input_needed_placeholders_are_filled_with_the_answers():
-    from acor.cli.human.ask import fill
+    from acor.cli.terminal.ask import fill
     assert fill(["acor", "csvprofile", "x.csv", "--key", "<KEY>"],
                 {"key": "order id"}) == ["acor", "csvprofile", "x.csv",
                                          "--key", "order id"]

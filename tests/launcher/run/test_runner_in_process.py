@@ -9,6 +9,7 @@ import time
 import pytest
 
 from acor.cli.run.launch import Cancel, run
+from acor.cli.run.request import build_request
 from acor.events import Error, OutputData, Progress, Status
 from conftest import pid_alive
 
@@ -39,7 +40,7 @@ def test_a_run_from_another_thread_returns_exit_code_and_events(tools):
     def during(event):
         handlers.append(signal.getsignal(signal.SIGINT))
     worker = threading.Thread(
-        target=lambda: box.update(r=run("ok", on_event=during)))
+        target=lambda: box.update(r=run(build_request("ok"), on_event=during)))
     worker.start()
     worker.join(60)
     result = box["r"]
@@ -61,7 +62,7 @@ def test_a_run_from_another_thread_returns_exit_code_and_events(tools):
 def test_on_event_sees_every_event_in_order(tools):
     tools.add_tool("ok", OK)
     seen = []
-    result = run("ok", on_event=seen.append)
+    result = run(build_request("ok"), on_event=seen.append)
     assert seen == result.events and seen[-1] == Status("complete")
 
 
@@ -75,7 +76,7 @@ def test_several_runs_at_once_each_get_their_own_result(tools):
     results = {}
 
     def one(i):
-        results[i] = run("echo", [str(i)])
+        results[i] = run(build_request("echo", [str(i)]))
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(6)]
     for t in threads:
@@ -105,7 +106,7 @@ def test_cancel_from_another_thread_stops_the_whole_group(tools, tmp_path):
             cancel.set()
 
     started = time.monotonic()
-    result = run("slow", on_event=on_event, cancel=cancel)
+    result = run(build_request("slow"), on_event=on_event, cancel=cancel)
     assert time.monotonic() - started < 20
     assert (result.exit_code, result.state) == (130, "cancelled")
     assert result.events[-1] == Status("cancelled")
@@ -125,7 +126,7 @@ def ended_soon(pid, within=5.0):
 
 def test_unknown_tool_is_a_result_not_an_exception(tools):
     tools.add_tool("hello", OK)
-    result = run("helo", ["x"])
+    result = run(build_request("helo", ["x"]))
     assert (result.exit_code, result.state, result.error_code) == (
         2, "failed", "E_UNKNOWN_TOOL")
     assert result.next == ["acor", "hello", "x"]
@@ -137,7 +138,7 @@ def test_a_skipped_manifest_is_named_invalid_with_its_path(tools):
     folder.mkdir()
     (folder / "manifest.json").write_text(
         '{"name": "broken2", "description": "no entry"}')
-    result = run("broken2")
+    result = run(build_request("broken2"))
     error = result.errors[0]
     assert (result.exit_code, error.code) == (2, "E_INVALID_MANIFEST")
     assert "missing required field(s): entry" in error.title
@@ -152,8 +153,7 @@ def test_timeout_advises_the_same_command_with_twice_the_time(tools):
         with AcorTool() as tool:
             time.sleep(30)
     """)
-    result = run("slow", ["a b"], timeout=0.5,
-                 command=["acor", "--format", "json"])
+    result = run(build_request("slow", ["a b"], timeout=0.5, command=["acor", "--format", "json"]))
     assert (result.exit_code, result.state, result.error_code) == (
         124, "timeout", "E_TIMEOUT")
     assert result.next == ["acor", "--format", "json", "--timeout", "1",
@@ -168,7 +168,7 @@ def test_a_usage_error_from_the_tool_exits_2(tools):
             tool.error("E_USAGE", "unknown option --bogus")
             tool.stop(ToolState.FAILED)
     """)
-    result = run("picky", ["--bogus"])
+    result = run(build_request("picky", ["--bogus"]))
     assert (result.exit_code, result.state, result.error_code) == (
         2, "failed", "E_USAGE")
 
@@ -181,7 +181,7 @@ def test_a_session_run_cut_short_is_resumed_by_the_same_command(tools):
         tool.session("s-1")
         sys.exit(7)
     """)
-    result = run("resumable", ["--session", "s-1"])
+    result = run(build_request("resumable", ["--session", "s-1"]))
     assert (result.exit_code, result.session) == (1, "s-1")
     assert result.error_code == "E_TOOL_CRASHED"
     assert result.next == ["acor", "resumable", "--session", "s-1"]
@@ -189,11 +189,11 @@ def test_a_session_run_cut_short_is_resumed_by_the_same_command(tools):
 
 def test_a_tool_that_cannot_start_is_reported(tools):
     folder = tools.add_tool("gone", OK)
-    result = run("gone")
+    result = run(build_request("gone"))
     assert result.exit_code == 0
     os.chmod(folder / "gone.py", 0)
     (folder / "gone.py").unlink()
-    result = run("gone")
+    result = run(build_request("gone"))
     assert result.exit_code in (1, 2)
     assert result.errors and result.events[-1] == Status("failed")
 
@@ -205,7 +205,7 @@ def test_the_result_holds_the_tools_stderr(tools):
         with AcorTool() as tool:
             print("warming up", file=sys.stderr, flush=True)
     """)
-    result = run("noisy")
+    result = run(build_request("noisy"))
     assert result.exit_code == 0 and "warming up" in result.stderr
 
 
@@ -215,7 +215,7 @@ def test_errors_carry_their_codes(tools):
         with AcorTool() as tool:
             tool.error("E_NOPE", "it broke", recovery="fix it")
     """)
-    result = run("bad")
+    result = run(build_request("bad"))
     assert result.errors == [Error("it broke", "E_NOPE", None, "fix it")]
     assert (result.exit_code, result.error_code) == (1, "E_NOPE")
 
@@ -244,7 +244,7 @@ def test_a_sink_is_told_the_tool_started_before_any_event(tools):
     # so that no section waits for an import: once, before the first event.
     tools.add_tool("ok", OK)
     sink = RecordingSink()
-    assert run("ok", sink=sink).exit_code == 0
+    assert run(build_request("ok"), sink=sink).exit_code == 0
     assert sink.calls == ["started", "status", "progress", "output_data",
                           "status"]
 
@@ -253,6 +253,6 @@ def test_a_sink_is_told_the_tool_started_before_any_event(tools):
 def test_a_tool_that_never_starts_is_not_reported_started(tools, name):
     tools.add_wrapped("missing-program", ["/nonexistent/acor-test/prog"])
     sink = RecordingSink()
-    result = run(name, sink=sink)
+    result = run(build_request(name), sink=sink)
     assert result.exit_code != 0
     assert sink.calls == ["error", "status"]

@@ -11,6 +11,7 @@ import time
 import pytest
 
 from acor.cli.run.launch import Cancel, run
+from acor.cli.run.request import build_request
 from acor.cli.run.warm import WarmStarter
 from conftest import pid_alive
 
@@ -56,8 +57,8 @@ def starter():
 def both(name, argv=(), starter=None, **kwargs):
     """The result of a cold run and of a warm one, the warm one checked to
     have started warm."""
-    cold = run(name, list(argv), **kwargs)
-    warm = run(name, list(argv), warm=starter, **kwargs)
+    cold = run(build_request(name, list(argv), **kwargs))
+    warm = run(build_request(name, list(argv), **kwargs), warm=starter)
     return cold, warm
 
 
@@ -96,7 +97,7 @@ def test_a_manifest_can_opt_out_of_the_warm_start(tools, starter):
         with AcorTool() as tool:
             tool.output({"orig": sys.orig_argv})
     """, warm=False)
-    result = run("cold", [], warm=starter)
+    result = run(build_request("cold", []), warm=starter)
     assert "-c" not in result.data["orig"]
 
 
@@ -141,7 +142,7 @@ def test_a_crash_names_the_tools_own_line_warm(tools, starter):
 def test_stdin_is_the_callers_when_the_tool_reads_it(tools, starter,
                                                      tmp_path):
     tools.add_tool("report", REPORT)
-    result = run("report", [], warm=starter)
+    result = run(build_request("report", []), warm=starter)
     assert result.data["stdin"] == ""  # /dev/null unless the tool asks
 
 
@@ -172,8 +173,7 @@ def _wait_for(path):
 def test_a_timeout_ends_the_whole_tree_warm(tools, starter, tmp_path):
     tools.add_tool("slow", SLOW)
     pids = tmp_path / "pids"
-    result = run("slow", [], warm=starter, timeout=1.5,
-                 env={"PIDS": str(pids)})
+    result = run(build_request("slow", [], timeout=1.5, env={"PIDS": str(pids)}), warm=starter)
     assert (result.state, result.error_code, result.exit_code) == (
         "timeout", "E_TIMEOUT", 124)
     for pid in _wait_for(pids):
@@ -190,8 +190,7 @@ def test_a_cancel_signals_the_group_and_ends_cancelled_warm(tools, starter,
     pids = tmp_path / "pids"
     cancel = Cancel()
     box = {}
-    worker = threading.Thread(target=lambda: box.update(r=run(
-        "slow", [], warm=starter, cancel=cancel, env={"PIDS": str(pids)})))
+    worker = threading.Thread(target=lambda: box.update(r=run(build_request("slow", [], env={"PIDS": str(pids)}), warm=starter, cancel=cancel)))
     worker.start()
     child, daemon = _wait_for(pids)
     cancel.set(signal.SIGTERM)
@@ -234,7 +233,7 @@ def test_concurrent_warm_runs_each_get_their_own_result(tools, starter):
     results = {}
 
     def one(n):
-        results[n] = run("echo", [str(n)], warm=starter)
+        results[n] = run(build_request("echo", [str(n)]), warm=starter)
     threads = [threading.Thread(target=one, args=(n,)) for n in range(16)]
     for thread in threads:
         thread.start()
@@ -253,7 +252,7 @@ def test_a_run_starts_cold_when_the_server_is_gone(tools):
     warm = WarmStarter()
     warm._server.kill()
     warm._server.wait()
-    result = run("echo", [], warm=warm)
+    result = run(build_request("echo", []), warm=warm)
     warm.close()
     assert result.state == "complete" and result.data == {"ok": True}
 
@@ -264,10 +263,10 @@ def test_a_changed_entry_is_compiled_again(tools, starter):
         with AcorTool() as tool:
             tool.output({"v": 1})
     """)
-    assert run("v", [], warm=starter).data == {"v": 1}
+    assert run(build_request("v", []), warm=starter).data == {"v": 1}
     entry = tools.root / "tools" / "v" / "v.py"
     entry.write_text(entry.read_text().replace('"v": 1', '"v": 22'))
-    assert run("v", [], warm=starter).data == {"v": 22}
+    assert run(build_request("v", []), warm=starter).data == {"v": 22}
 
 
 PROGRAM_REPORT = [
@@ -333,7 +332,7 @@ def test_a_shell_tools_daemon_is_ended_with_its_run(tools, starter,
     tools.add_wrapped("spawner", [
         "bash", "-c", "setsid sleep 60 >/dev/null 2>&1 </dev/null & "
         f"echo $! > '{pid_file}'"])
-    result = run("spawner", [], warm=starter)
+    result = run(build_request("spawner", []), warm=starter)
     assert result.state == "complete", result.errors
     pid = int(pid_file.read_text())
     alive = pid_alive(pid)
@@ -348,7 +347,7 @@ def test_the_spare_process_ends_with_the_server(tools):
     tools.add_tool("report", REPORT)
     starter = WarmStarter()
     try:
-        assert run("report", [], warm=starter).state == "complete"
+        assert run(build_request("report", []), warm=starter).state == "complete"
         server = starter._server.pid
         spares = set()
         for _ in range(200):  # forked once the call has ended
@@ -367,7 +366,7 @@ def test_the_spare_process_ends_with_the_server(tools):
             with AcorTool() as tool:
                 open({str(pids)!r}, "w").write(str(os.getpid()))
         """)
-        assert run("whoami", [], warm=starter).state == "complete"
+        assert run(build_request("whoami", []), warm=starter).state == "complete"
         assert {int(pids.read_text())} == spares
     finally:
         starter.close()

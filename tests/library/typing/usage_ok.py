@@ -3,6 +3,7 @@ accept every line and infer the types below (tests/library/test_typing.py)."""
 
 from acor import AcorTool
 from acor.cli.run.launch import run
+from acor.cli.run.request import build_request
 from acor.cli.run.result import RunResult
 from acor.decode import Decoder
 from acor.events import Event
@@ -16,7 +17,7 @@ def a_tool() -> None:
 
 
 def a_test() -> None:
-    result = run("hello", ["Ada"])
+    result = run(build_request("hello", ["Ada"]))
     reveal_type(result)
     code: int = result.exit_code
     state: str = result.state

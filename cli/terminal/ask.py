@@ -2,7 +2,7 @@
 
 When a run ends with ``## Input Needed`` that names its ``fields`` and
 acor's rich view is on a terminal, acor shows the request (the tool, the
-exact command, the tool's reason: :mod:`acor.cli.human.approval`) and asks
+exact command, the tool's reason: :mod:`acor.cli.approval`) and asks
 for each field once (typed; a secret with hidden input), then runs the
 same command again with the answers: an argument the command line carries
 is put in its place (a boolean answered no is left out), an argument only
@@ -20,19 +20,19 @@ import sys
 import time
 from contextlib import contextmanager
 
-from acor.cli.human.approval import (APPROVAL_TTL, Field, field_prompt,
-                                     fields_of, request_lines)
-from acor.cli.run.named import run_named
+from acor.cli.approval import (APPROVAL_TTL, Field, field_prompt,
+                               fields_of, request_lines)
+from acor.cli.terminal.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Callable, Iterator
+    from typing import Any, Callable, Iterator, NoReturn
 
     from acor.cli.run.result import RunResult
     from acor.cli.signals import EarlySignals
 
 
-def run_and_ask(name: str, args: list[str], options: dict,
+def run_and_ask(name: str, args: list[str], options: dict[str, Any],
                 words: list[str], early: EarlySignals) -> int:
     """``acor NAME ARGS``: run the tool (:func:`run_named`); when it ends
     Input Needed in the rich view at a terminal, ask and run it again.
@@ -53,7 +53,8 @@ def run_and_ask(name: str, args: list[str], options: dict,
 
 
 def ask_and_rerun(result: RunResult, name: str, args: list[str],
-                  rerun: Callable[[list[str], dict], RunResult]) -> int:
+                  rerun: Callable[[list[str], dict[str, Any]], RunResult]
+                  ) -> int:
     """Ask for the fields ``result`` names and ``rerun(argv, human)`` with
     the answers, each field asked once; the last exit code."""
     import click  # only a person at a terminal waits for it
@@ -99,7 +100,7 @@ def _interruptible() -> Iterator[None]:
     question at once: acor's own handlers (:mod:`cli.entry`) only note a
     signal for the run to come, which would leave the prompt waiting and
     cancel the run the answer starts."""
-    def refuse(signum, frame):
+    def refuse(signum: int, frame: object) -> NoReturn:
         raise KeyboardInterrupt
     stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {signum: signal.signal(signum, refuse) for signum in stops}
@@ -125,7 +126,7 @@ def _rerun_args(result: RunResult, name: str, args: list[str],
             if word.split("=", 1)[0] not in given]
 
 
-def fill(argv: list[str], answers: dict) -> list[str]:
+def fill(argv: list[str], answers: dict[str, Any]) -> list[str]:
     """``argv`` with each ``<NAME>`` placeholder replaced by its answer
     (booleans and flags are placed by :func:`with_answers`)."""
     filled: list[str] = []
@@ -140,7 +141,7 @@ def fill(argv: list[str], answers: dict) -> list[str]:
     return filled
 
 
-def with_answers(args: list[str], fields: list[Field], answers: dict
+def with_answers(args: list[str], fields: list[Field], answers: dict[str, Any]
                  ) -> list[str]:
     """``args`` with each answer a command-line argument carries: a flag
     and its value (a boolean: the flag, or nothing for false), in front of
@@ -222,7 +223,7 @@ def _secret(prompt: str) -> str:
             return value
 
 
-def _problem(prop: dict, value: object) -> str | None:
+def _problem(prop: dict[str, Any], value: object) -> str | None:
     from acor.args import value_problems
     clean = {k: v for k, v in prop.items()
              if k in ("type", "enum", "minimum", "maximum")}

@@ -20,6 +20,10 @@ import shlex
 
 from acor.cli.textsafe import printable, strip_terminal
 
+TYPE_CHECKING = False  # only mypy: the typing module is not needed to run
+if TYPE_CHECKING:
+    from typing import Any
+
 APPROVAL_TTL = 600  # seconds an approval request stays valid (README)
 
 
@@ -28,8 +32,8 @@ class Field:
 
     __slots__ = ("name", "prop", "human", "secret", "level", "flag")
 
-    def __init__(self, name: str, prop: dict, schema_prop: dict | None
-                 ) -> None:
+    def __init__(self, name: str, prop: dict[str, Any],
+                 schema_prop: dict[str, Any] | None) -> None:
         where = (schema_prop or {}).get("x-acor") or {}
         self.name = name
         self.prop = prop if isinstance(prop, dict) else {}
@@ -59,7 +63,8 @@ class Field:
         return self.secret or self.level == "high"
 
 
-def fields_of(fields: dict | None, schema: dict | None) -> list[Field]:
+def fields_of(fields: dict[str, Any] | None,
+              schema: dict[str, Any] | None) -> list[Field]:
     """The question's fields, each with its argument's schema."""
     props = (schema or {}).get("properties") or {} \
         if isinstance(schema, dict) else {}

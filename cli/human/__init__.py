@@ -1,1 +1,0 @@
-"""What only a person may answer: asking at a terminal."""

@@ -1,0 +1,71 @@
+"""``acor NAME ARGS``: a tool run by name as the command line runs it: its
+request built from the global options (``--config``, else discovery's
+``ACOR_CONFIG``, else the project's), its format (:func:`default_format`)
+and its signals, and the exact ``acor`` command it was run with (for the
+``next`` commands of its result)."""
+
+from __future__ import annotations
+
+import sys
+
+from acor.cli.output.formats import make_sink
+from acor.cli.run.launch import run
+from acor.cli.run.request import build_request, open_registry
+from acor.cli.signals import Cancel
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Mapping, Optional
+
+    from acor.cli.discovery.config import Config
+    from acor.cli.run.result import RunResult
+    from acor.cli.signals import EarlySignals
+
+
+def run_named(name: str, args: list[str], options: Mapping[str, Any],
+              words: list[str], early: EarlySignals, person: bool = False,
+              human: Optional[Mapping[str, object]] = None
+              ) -> tuple[RunResult, str]:
+    """Find ``name``, run it with ``args`` and return its result and the
+    format it was relayed in; ``options`` are the global options (format,
+    timeouts, output budget, config, sandbox), ``words`` how they were
+    given, and ``early`` the signals caught before the run began (a Ctrl-C
+    while acor was still starting cancels the run). ``person``: a person
+    at this terminal will be asked what the tool needs (the rich view);
+    ``human``: what a person answered, for the tool's human-only
+    arguments."""
+    registry = open_registry(options.get("config"))
+    fmt = default_format(options, registry.config)
+    request = build_request(
+        name, args, registry=registry, timeout=options.get("timeout"),
+        idle_timeout=options.get("idle_timeout"),
+        max_output=options.get("max_output"), command=["acor", *words],
+        sandbox=options.get("sandbox"), human=human,
+        person=person and fmt == "rich", inherit_stdin=True,
+        whole_process=True, keep_events=False)
+    sink = make_sink(fmt, name, registry.config.progress_interval,
+                     max_output=request.max_output,
+                     state_dir=request.state_dir)
+    cancel = early.cancel = Cancel()
+    waking = cancel.wake_on_signals()
+    for signum in early.received:
+        cancel.set(signum)
+    try:
+        result = run(request, sink=sink, cancel=cancel)
+    finally:
+        early.cancel = None
+        cancel.stop_waking(waking)
+        cancel.close()
+    sink.close()
+    return result, fmt
+
+
+def default_format(options: Mapping[str, Any], config: Optional[Config]
+                   ) -> str:
+    """``--format``, else the config's, else the rich view at a terminal
+    and Markdown elsewhere."""
+    if options.get("format"):
+        return str(options["format"])
+    if config is not None and config.format:
+        return str(config.format)
+    return "rich" if sys.stdout.isatty() else "markdown"
