@@ -23,7 +23,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
-from acor.cli.human.approval import APPROVAL_TTL, Field
+from acor.cli.approval import APPROVAL_TTL, Field
 from acor.cli.mcp import results
 from acor.cli.mcp.pages import Pages
 from acor.cli.mcp.versions import MODERN_VERSIONS

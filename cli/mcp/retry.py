@@ -18,7 +18,7 @@ from typing import Any
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
 
-from acor.cli.human.approval import APPROVAL_TTL, Field, fields_of
+from acor.cli.approval import APPROVAL_TTL, Field, fields_of
 from acor.cli.mcp import results
 from acor.cli.mcp.pages import Pages
 from acor.cli.mcp.questions import (ANSWERS, Answers, Gathered, accepted,

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from acor.cli.discovery.registry import Registry, load_registry
 from acor.cli.discovery.spec import ToolSpec
+from acor.cli.run.request import output_budget
 
 # Tool names MCP clients accept (SEP-986, as the SDK validates them).
 MCP_NAME = re.compile(r"[A-Za-z0-9._-]{1,128}")
@@ -131,16 +132,6 @@ class Catalog:
         if key not in self._reported:
             self._reported.add(key)
             print(f"acor mcp: {message}", file=self._log, flush=True)
-
-
-def output_budget(spec: ToolSpec, config: Any) -> int:
-    """The bytes of a call's output a result shows: the manifest's
-    ``max_output``, else the config's, else the default; 0: no limit."""
-    from acor.cli.output.budget import DEFAULT_MAX_OUTPUT
-    for limit in (spec.max_output, getattr(config, "max_output", None)):
-        if limit is not None:
-            return limit
-    return DEFAULT_MAX_OUTPUT
 
 
 # Claude Code keeps a tool's result whole up to this many characters when

@@ -136,14 +136,22 @@ def build_request(tool: str | ToolSpec, argv: Sequence[str] = (), *,
         idle_timeout=_first(None, idle_timeout,
                             spec.idle_timeout if spec else None,
                             config.idle_timeout if config else None),
-        max_output=_first(DEFAULT_MAX_OUTPUT, max_output,
-                          spec.max_output if spec else None,
-                          config.max_output if config else None),
+        max_output=output_budget(spec, config, max_output),
         state_dir=(config.state_dir if config else None) or
         DEFAULT_STATE_DIR,
         sandbox=sandbox, env=env, human=human or None, person=person,
         inherit_stdin=inherit_stdin, handle_signals=whole_process,
         reap_orphans=whole_process, keep_events=keep_events)
+
+
+def output_budget(spec: Optional[ToolSpec], config: Optional[Config],
+                  given: Optional[int] = None) -> int:
+    """The bytes of a run's output the agent is shown (0: no limit):
+    ``given`` (the caller's), else the manifest's ``max_output``, else the
+    config's, else the default. MCP's tool listing tells hosts the same."""
+    return _first(DEFAULT_MAX_OUTPUT, given,
+                  spec.max_output if spec else None,
+                  config.max_output if config else None)
 
 
 def _resolve(tool: str | ToolSpec, registry: Optional[Registry],
