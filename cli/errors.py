@@ -12,9 +12,14 @@ from __future__ import annotations
 from acor import exitcodes
 from acor.errors import AcorError
 
+from acor.cli.textsafe import printable
+
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Sequence
+
+    from acor.cli.discovery.config import ConfigError
+    from acor.cli.discovery.registry import Registry, Skipped
 
 
 class LauncherError(AcorError):
@@ -31,8 +36,9 @@ class UsageError(LauncherError):
     exit_code = exitcodes.USAGE
 
 
-def config_error(exc) -> LauncherError:
-    """A :class:`cli.config.ConfigError` as the error a run reports."""
+def config_error(exc: ConfigError) -> LauncherError:
+    """A :class:`acor.cli.discovery.config.ConfigError` as the error a
+    run reports."""
     return LauncherError(f"Invalid configuration: {exc.reason}",
                          exc.recovery, code="E_CONFIG",
                          details=f"file: {exc.where}",
@@ -40,12 +46,11 @@ def config_error(exc) -> LauncherError:
                          exit_code=exitcodes.USAGE)
 
 
-def unknown_tool(name: str, registry, args: Sequence[str] = (),
+def unknown_tool(name: str, registry: Registry, args: Sequence[str] = (),
                  command: Sequence[str] = ("acor",)) -> LauncherError:
     """No tool called ``name``: the error every command gives. A manifest
     discovery skipped that claims the name is named with its reason
     (:func:`invalid_manifest`), whichever command asked."""
-    from acor.cli.textsafe import printable
     skipped = registry.skipped_named(name)
     if skipped is not None:
         return invalid_manifest(name, skipped)
@@ -67,9 +72,8 @@ def unknown_tool(name: str, registry, args: Sequence[str] = (),
                          next=next_argv, exit_code=exitcodes.USAGE)
 
 
-def invalid_manifest(name: str, skipped) -> LauncherError:
+def invalid_manifest(name: str, skipped: Skipped) -> LauncherError:
     """A tool whose manifest was found but skipped: say which, and why."""
-    from acor.cli.textsafe import printable
     return LauncherError(
         f"Tool '{printable(name)}' has an invalid manifest: "
         f"{printable(skipped.reason)}", printable(skipped.recovery),

@@ -15,6 +15,7 @@ import signal
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
+    from types import FrameType
     from typing import Optional
 
 
@@ -22,13 +23,13 @@ class EarlySignals:
     """Signals that arrived before a run could take them (see
     :mod:`cli.entry`), and the run's Cancel once there is one."""
 
-    def __init__(self, received: Optional[list] = None) -> None:
+    def __init__(self, received: Optional[list[int]] = None) -> None:
         # The list the first handler of cli.entry filled, and goes on
         # filling until this one takes its place.
-        self.received: list = [] if received is None else received
+        self.received: list[int] = [] if received is None else received
         self.cancel: Optional[Cancel] = None
 
-    def __call__(self, signum, frame) -> None:
+    def __call__(self, signum: int, frame: Optional[FrameType]) -> None:
         self.received.append(signum)
         if self.cancel is not None:
             self.cancel.set(signum)

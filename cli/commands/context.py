@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import click
 
+from acor.cli.discovery.registry import Registry, load_registry
 
-def command_registry(ctx: click.Context):
+
+def command_registry(ctx: click.Context) -> Registry:
     """The registry, loaded once per command; ConfigError propagates."""
-    obj = ctx.find_root().ensure_object(dict)
+    obj: dict[str, object] = ctx.find_root().ensure_object(dict)
     if "registry" not in obj:
-        from acor.cli.discovery.registry import load_registry
         obj["registry"] = load_registry(config_path=obj.get("config"))
-    return obj["registry"]
+    registry = obj["registry"]
+    assert isinstance(registry, Registry)
+    return registry
