@@ -8,12 +8,16 @@ import click
 
 from acor.cli.discovery.registry import Registry, load_registry
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
 
 def command_registry(ctx: click.Context) -> Registry:
     """The registry, loaded once per command; ConfigError propagates."""
-    obj: dict[str, object] = ctx.find_root().ensure_object(dict)
+    obj: dict[str, Any] = ctx.find_root().ensure_object(dict)
     if "registry" not in obj:
-        obj["registry"] = load_registry(config_path=obj.get("config"))
-    registry = obj["registry"]
-    assert isinstance(registry, Registry)
+        config: str | None = obj.get("config")  # the global --config
+        obj["registry"] = load_registry(config_path=config)
+    registry: Registry = obj["registry"]
     return registry
