@@ -22,9 +22,22 @@ from acor.cli.textsafe import printable
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Sequence
+    from typing import Any, Protocol, Sequence
 
-    from acor.cli.discovery.spec import ToolSpec
+    class ToolSpec(Protocol):
+        """What a call's arguments need of a tool: the part of
+        acor.cli.discovery.spec.ToolSpec (a layer above) read here."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def description(self) -> str: ...
+        @property
+        def kind(self) -> str: ...
+        @property
+        def argv(self) -> Sequence[str]: ...
+        @property
+        def args_schema(self) -> dict[str, Any] | None: ...
 
 
 def call_argv(spec: ToolSpec, values: object) -> list[str]:
@@ -99,11 +112,10 @@ def argv_values(spec: ToolSpec, argv: Sequence[str]) -> dict[str, object]:
     # every other `acor TOOL` some 12 ms (acor.argparsing, acor.args).
     from acor.args import is_human
     from acor.argparsing import parse
-    parsed = parse(spec.args_schema, list(argv), f"acor {spec.name}",
-                   spec.description)
+    schema = spec.args_schema or {}  # a tool without one reads no ACOR_ARGS
+    parsed = parse(schema, list(argv), f"acor {spec.name}", spec.description)
     return {name: getattr(parsed, name) for name, prop in
-            spec.args_schema.get("properties", {}).items()
-            if not is_human(prop)}
+            schema.get("properties", {}).items() if not is_human(prop)}
 
 
 def argv_json(spec: ToolSpec, argv: Sequence[str],

@@ -8,7 +8,6 @@ and returns its exit code.
 
 from __future__ import annotations
 
-
 from acor import exitcodes
 from acor.errors import AcorError
 
@@ -16,10 +15,32 @@ from acor.cli.textsafe import printable
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Sequence
+    # What these errors read of discovery's objects, which live in a layer
+    # above this one (acor.cli.discovery.config.ConfigError, .registry's
+    # Registry and Skipped): described here, not imported.
+    from typing import Collection, Protocol, Sequence
 
-    from acor.cli.discovery.config import ConfigError
-    from acor.cli.discovery.registry import Registry, Skipped
+    class ConfigProblem(Protocol):
+        @property
+        def reason(self) -> str: ...
+        @property
+        def recovery(self) -> str | None: ...
+        @property
+        def where(self) -> str: ...
+
+    class SkippedManifest(Protocol):
+        @property
+        def reason(self) -> str: ...
+        @property
+        def recovery(self) -> str: ...
+        @property
+        def path(self) -> str: ...
+
+    class ToolNames(Protocol):
+        @property
+        def tools(self) -> Collection[str]: ...
+        def skipped_named(self, name: str) -> SkippedManifest | None: ...
+        def close_matches(self, name: str) -> list[str]: ...
 
 
 class LauncherError(AcorError):
@@ -36,7 +57,7 @@ class UsageError(LauncherError):
     exit_code = exitcodes.USAGE
 
 
-def config_error(exc: ConfigError) -> LauncherError:
+def config_error(exc: ConfigProblem) -> LauncherError:
     """A :class:`acor.cli.discovery.config.ConfigError` as the error a
     run reports."""
     return LauncherError(f"Invalid configuration: {exc.reason}",
@@ -46,7 +67,7 @@ def config_error(exc: ConfigError) -> LauncherError:
                          exit_code=exitcodes.USAGE)
 
 
-def unknown_tool(name: str, registry: Registry, args: Sequence[str] = (),
+def unknown_tool(name: str, registry: ToolNames, args: Sequence[str] = (),
                  command: Sequence[str] = ("acor",)) -> LauncherError:
     """No tool called ``name``: the error every command gives. A manifest
     discovery skipped that claims the name is named with its reason
@@ -72,7 +93,7 @@ def unknown_tool(name: str, registry: Registry, args: Sequence[str] = (),
                          next=next_argv, exit_code=exitcodes.USAGE)
 
 
-def invalid_manifest(name: str, skipped: Skipped) -> LauncherError:
+def invalid_manifest(name: str, skipped: SkippedManifest) -> LauncherError:
     """A tool whose manifest was found but skipped: say which, and why."""
     return LauncherError(
         f"Tool '{printable(name)}' has an invalid manifest: "

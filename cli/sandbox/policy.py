@@ -31,9 +31,18 @@ import acor
 
 TYPE_CHECKING = False  # typing costs every sandboxed run: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, Protocol, Sequence
 
-    from acor.cli.discovery.config import Config
+    class Config(Protocol):
+        """What the guarded paths need of a config: the part of
+        acor.cli.discovery.config.Config (a layer above) read here."""
+
+        @property
+        def path(self) -> str | None: ...
+        @property
+        def tools_dirs(self) -> Sequence[str]: ...
+        @property
+        def state_dir(self) -> str: ...
 
 # The default box of `acor --sandbox` and `sandbox: default`: write the
 # project and temp, no network.
