@@ -14,10 +14,33 @@ flags (docs/protocol.md, "Arguments as JSON").
 
 from __future__ import annotations
 
+import re
+import shlex
+
 from acor.cli.errors import UsageError
+from acor.cli.textsafe import printable
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Protocol, Sequence
+
+    class ToolSpec(Protocol):
+        """What a call's arguments need of a tool: the part of
+        acor.cli.discovery.spec.ToolSpec (a layer above) read here."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def description(self) -> str: ...
+        @property
+        def kind(self) -> str: ...
+        @property
+        def argv(self) -> Sequence[str]: ...
+        @property
+        def args_schema(self) -> dict[str, Any] | None: ...
 
 
-def call_argv(spec, values) -> list[str]:
+def call_argv(spec: ToolSpec, values: object) -> list[str]:
     """The argv for ``values`` (a JSON object) under ``spec``'s schema;
     raises :class:`UsageError` listing every violation."""
     if not isinstance(values, dict):
@@ -43,6 +66,8 @@ def call_argv(spec, values) -> list[str]:
                 "argv must be a list of strings",
                 next=["acor", "call", spec.name, '{"argv": []}'])
         return list(argv)
+    # acor.args costs `acor TOOL` 2.5 ms; only calls with a JSON object
+    # (acor call, MCP, acor check) convert one.
     from acor.args import to_argv, validate
     problems = validate(spec.args_schema, values)
     if problems:
@@ -66,7 +91,7 @@ ARGS_FILE_VAR = "ACOR_ARGS_FILE"
 ARGS_ENV_LIMIT = 64 * 1024
 
 
-def reads_args_json(spec) -> bool:
+def reads_args_json(spec: ToolSpec) -> bool:
     """Whether ``spec``'s runs get ``ACOR_ARGS``: a tool with an argument
     schema, unless it is a Python entry (the library parses its argv into
     ``tool.args``; parsing it in the launcher as well would only cost
@@ -78,21 +103,23 @@ def reads_args_json(spec) -> bool:
                 argv[1] == "-u" and argv[2].endswith(".py"))
 
 
-def argv_values(spec, argv) -> dict:
+def argv_values(spec: ToolSpec, argv: Sequence[str]) -> dict[str, object]:
     """``argv`` parsed with ``spec``'s schema: every property but the
     human-only ones (a person gives those on a channel of their own),
     None for one not given. Raises :class:`acor.args.UsageError` or
     :class:`acor.args.HelpRequested`, as the schema's parser does."""
+    # Only a run whose tool reads ACOR_ARGS parses here: the parser costs
+    # every other `acor TOOL` some 12 ms (acor.argparsing, acor.args).
     from acor.args import is_human
     from acor.argparsing import parse
-    parsed = parse(spec.args_schema, list(argv), f"acor {spec.name}",
-                   spec.description)
+    schema = spec.args_schema or {}  # a tool without one reads no ACOR_ARGS
+    parsed = parse(schema, list(argv), f"acor {spec.name}", spec.description)
     return {name: getattr(parsed, name) for name, prop in
-            spec.args_schema.get("properties", {}).items()
-            if not is_human(prop)}
+            schema.get("properties", {}).items() if not is_human(prop)}
 
 
-def argv_json(spec, argv, command=("acor",)) -> str:
+def argv_json(spec: ToolSpec, argv: Sequence[str],
+              command: Sequence[str] = ("acor",)) -> str:
     """``argv`` parsed with ``spec``'s schema, as a JSON object: every
     property but the human-only ones (a person's answer is never put in
     the environment, where the programs a tool runs would inherit it),
@@ -102,6 +129,7 @@ def argv_json(spec, argv, command=("acor",)) -> str:
     Raises :class:`UsageError` (exit 2, nothing run) for an argv the
     schema refuses, and :class:`acor.args.HelpRequested` for ``--help``.
     """
+    # json (2 ms) and acor.args: only a run whose tool reads ACOR_ARGS.
     import json
 
     from acor.args import UsageError as ArgvError
@@ -109,7 +137,6 @@ def argv_json(spec, argv, command=("acor",)) -> str:
     try:
         values = argv_values(spec, argv)
     except ArgvError as wrong:
-        import shlex
         if wrong.fixed is not None:  # the user's command, one word fixed
             raise UsageError(wrong.message, "The command below is yours, "
                              "corrected; `" + shlex.join(help_argv) +
@@ -129,14 +156,14 @@ def argv_json(spec, argv, command=("acor",)) -> str:
     return json.dumps(values, indent=1, ensure_ascii=False)
 
 
-def _unpassable(values: dict) -> list[str]:
+def _unpassable(values: dict[str, object]) -> list[str]:
     """Every string of ``values`` no argv can hold: a NUL ends a C string,
     and a lone surrogate (JSON allows "\\ud800") is not text, so neither
     can reach ``exec``. Each problem names where it is."""
-    import re
     bad = re.compile("[\x00\ud800-\udfff]")
     problems: list[str] = []
-    stack: list = [(str(key), value) for key, value in values.items()]
+    stack: list[tuple[str, object]] = [(str(key), value)
+                                       for key, value in values.items()]
     while stack:
         where, value = stack.pop()
         if isinstance(value, str):
@@ -145,7 +172,7 @@ def _unpassable(values: dict) -> list[str]:
                 char = found.group()
                 what = "a NUL character" if char == "\0" else \
                     f"a lone surrogate (U+{ord(char):04X}, not text)"
-                problems.append(f"{_printable(where)}: holds {what} at "
+                problems.append(f"{printable(where)}: holds {what} at "
                                 f"index {found.start()}")
         elif isinstance(value, list):
             stack.extend((f"{where}[{i}]", item)
@@ -156,11 +183,6 @@ def _unpassable(values: dict) -> list[str]:
     return sorted(problems)
 
 
-def _printable(text: str) -> str:
-    from acor.cli.textsafe import printable
-    return printable(text)
-
-
-def _hint(spec) -> str:
+def _hint(spec: ToolSpec) -> str:
     return (f"Fix the arguments: `acor show {spec.name}` shows the tool's "
             "arguments and their types.")

@@ -21,7 +21,7 @@ MAX_SECONDS = 604_800  # 7 days
 _BOUND = f"at most {MAX_SECONDS} (7 days)"
 
 
-def check_seconds(value: "float | int | str", what: str,
+def check_seconds(value: object, what: str,
                   zero_ok: bool = False) -> float:
     """``value`` as a float number of seconds, or ValueError naming
     ``what``, the range and :data:`MAX_SECONDS`.

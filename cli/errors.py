@@ -8,13 +8,39 @@ and returns its exit code.
 
 from __future__ import annotations
 
-
 from acor import exitcodes
 from acor.errors import AcorError
 
+from acor.cli.textsafe import printable
+
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Sequence
+    # What these errors read of discovery's objects, which live in a layer
+    # above this one (acor.cli.discovery.config.ConfigError, .registry's
+    # Registry and Skipped): described here, not imported.
+    from typing import Collection, Protocol, Sequence
+
+    class ConfigProblem(Protocol):
+        @property
+        def reason(self) -> str: ...
+        @property
+        def recovery(self) -> str | None: ...
+        @property
+        def where(self) -> str: ...
+
+    class SkippedManifest(Protocol):
+        @property
+        def reason(self) -> str: ...
+        @property
+        def recovery(self) -> str: ...
+        @property
+        def path(self) -> str: ...
+
+    class ToolNames(Protocol):
+        @property
+        def tools(self) -> Collection[str]: ...
+        def skipped_named(self, name: str) -> SkippedManifest | None: ...
+        def close_matches(self, name: str) -> list[str]: ...
 
 
 class LauncherError(AcorError):
@@ -31,8 +57,9 @@ class UsageError(LauncherError):
     exit_code = exitcodes.USAGE
 
 
-def config_error(exc) -> LauncherError:
-    """A :class:`cli.config.ConfigError` as the error a run reports."""
+def config_error(exc: ConfigProblem) -> LauncherError:
+    """A :class:`acor.cli.discovery.config.ConfigError` as the error a
+    run reports."""
     return LauncherError(f"Invalid configuration: {exc.reason}",
                          exc.recovery, code="E_CONFIG",
                          details=f"file: {exc.where}",
@@ -40,12 +67,11 @@ def config_error(exc) -> LauncherError:
                          exit_code=exitcodes.USAGE)
 
 
-def unknown_tool(name: str, registry, args: Sequence[str] = (),
+def unknown_tool(name: str, registry: ToolNames, args: Sequence[str] = (),
                  command: Sequence[str] = ("acor",)) -> LauncherError:
     """No tool called ``name``: the error every command gives. A manifest
     discovery skipped that claims the name is named with its reason
     (:func:`invalid_manifest`), whichever command asked."""
-    from acor.cli.textsafe import printable
     skipped = registry.skipped_named(name)
     if skipped is not None:
         return invalid_manifest(name, skipped)
@@ -72,9 +98,8 @@ def unknown_tool(name: str, registry, args: Sequence[str] = (),
 PINNED = "it is not what acor.lock pins: "
 
 
-def invalid_manifest(name: str, skipped) -> LauncherError:
+def invalid_manifest(name: str, skipped: SkippedManifest) -> LauncherError:
     """A tool whose manifest was found but skipped: say which, and why."""
-    from acor.cli.textsafe import printable
     if skipped.reason.startswith(PINNED):  # changed since a person locked it
         return LauncherError(
             f"Tool '{printable(name)}' is not served: "

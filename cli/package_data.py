@@ -4,6 +4,11 @@ install find them the same way (never by a path relative to a checkout)."""
 
 from __future__ import annotations
 
+import json
+import shlex
+from importlib import metadata, resources
+from urllib.parse import unquote, urlsplit
+
 # The name acor is installed by: "acor" on the package index is an
 # unrelated project. The import package and the command are both `acor`.
 # acor-cli is not published yet: every install line acor writes is
@@ -17,7 +22,6 @@ SCHEMAS = {"events": "events.schema.json", "manifest": "manifest.schema.json"}
 def schema_text(name: str) -> str:
     """The text of the schema called ``name`` (a key of :data:`SCHEMAS`);
     raises OSError when the installation lacks it."""
-    from importlib import resources
     return resources.files("acor.schemas").joinpath(
         SCHEMAS[name]).read_text(encoding="utf-8")
 
@@ -28,8 +32,6 @@ def installed_from() -> tuple[str, str]:
     from what pip recorded (PEP 610's direct_url.json) for the
     distribution. A local folder or wheel is named by its path, since
     nothing else would find it: acor-cli is not on the package index yet."""
-    import json
-    from importlib import metadata
     try:
         dist = metadata.distribution(DISTRIBUTION)
     except metadata.PackageNotFoundError:
@@ -46,7 +48,6 @@ def installed_from() -> tuple[str, str]:
             DISTRIBUTION
     url = direct["url"]
     if url.startswith("file://"):
-        from urllib.parse import unquote, urlsplit
         path = unquote(urlsplit(url).path)
         if (direct.get("dir_info") or {}).get("editable"):
             return f"editable, from the folder {path}", f"-e {path}"
@@ -67,7 +68,6 @@ def install_line(extra: str | None = None, python: str | None = None
     """The command that installs this acor again as it was installed (with
     ``extra``, e.g. "mcp"), with ``python -m pip`` when ``python`` is
     given, quoted for a POSIX shell."""
-    import shlex
     _, requirement = installed_from()
     editable = requirement.startswith("-e ")
     target = requirement.removeprefix("-e ")

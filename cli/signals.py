@@ -1,11 +1,11 @@
 """Stopping a run: from a signal, from another thread, or before it starts.
 
-:mod:`cli.entry` installs an :class:`EarlySignals` as the handler of SIGINT,
-SIGTERM and SIGHUP (after a plain function that caught them while this
-module was imported); the run hands them to its :class:`Cancel` once it
-has one. A module of its own so that the console
-script can install it, and a caller can make a Cancel, without importing the
-rest of the launcher first.
+:mod:`acor.cli.entry` installs an :class:`EarlySignals` as the handler of
+SIGINT, SIGTERM and SIGHUP (after a plain function that caught them while
+this module was imported); the run hands them to its :class:`Cancel` once
+it has one. A module of its own so that the console script can install
+it, and a caller can make a Cancel, without importing the rest of the
+launcher first.
 """
 
 from __future__ import annotations
@@ -15,20 +15,21 @@ import signal
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
+    from types import FrameType
     from typing import Optional
 
 
 class EarlySignals:
     """Signals that arrived before a run could take them (see
-    :mod:`cli.entry`), and the run's Cancel once there is one."""
+    :mod:`acor.cli.entry`), and the run's Cancel once there is one."""
 
-    def __init__(self, received: Optional[list] = None) -> None:
-        # The list the first handler of cli.entry filled, and goes on
+    def __init__(self, received: Optional[list[int]] = None) -> None:
+        # The list the first handler of acor.cli.entry filled, and goes on
         # filling until this one takes its place.
-        self.received: list = [] if received is None else received
+        self.received: list[int] = [] if received is None else received
         self.cancel: Optional[Cancel] = None
 
-    def __call__(self, signum, frame) -> None:
+    def __call__(self, signum: int, frame: Optional[FrameType]) -> None:
         self.received.append(signum)
         if self.cancel is not None:
             self.cancel.set(signum)

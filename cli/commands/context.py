@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import click
 
+from acor.cli.discovery.registry import Registry, load_registry
 
-def command_registry(ctx: click.Context):
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def command_registry(ctx: click.Context) -> Registry:
     """The registry, loaded once per command; ConfigError propagates."""
-    obj = ctx.find_root().ensure_object(dict)
+    obj: dict[str, Any] = ctx.find_root().ensure_object(dict)
     if "registry" not in obj:
-        from acor.cli.discovery.registry import load_registry
-        obj["registry"] = load_registry(config_path=obj.get("config"))
-    return obj["registry"]
+        config: str | None = obj.get("config")  # the global --config
+        obj["registry"] = load_registry(config_path=config)
+    registry: Registry = obj["registry"]
+    return registry

@@ -4,52 +4,61 @@ programs.
 
 Everything printed here comes from a repository (names, paths, manifest
 values, reasons) or from a tool: it is data, written through
-:mod:`cli.textsafe`, so nothing can start a line that reads as a heading or
+:mod:`acor.cli.textsafe`, so nothing can start a line that reads as a heading or
 send a control sequence to the terminal.
 """
 
 from __future__ import annotations
 
-
 import click
 
 from acor import exitcodes
 
-from acor.cli.errors import LauncherError, unknown_tool
 from acor.cli.commands.context import command_registry
-from acor.cli.package_data import SCHEMAS, schema_text
+from acor.cli.discovery.cache import cache_dir, cache_dir_problem
+from acor.cli.discovery.trust import trusted_paths
+from acor.cli.errors import LauncherError, unknown_tool
+from acor.cli.output.jsonline import json_line
+from acor.cli.package_data import SCHEMAS, install_line, schema_text
+from acor.cli.sandbox.kernel import offers, protections
 from acor.cli.textsafe import printable, quote
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from typing import Any
+
+    from acor.cli.discovery.config import Config
+    from acor.cli.discovery.registry import Registry
+    from acor.cli.discovery.spec import ToolSpec
 
 
-def wants_json(ctx, as_json: bool) -> bool:
+def wants_json(ctx: click.Context, as_json: bool) -> bool:
     obj = ctx.find_root().obj or {}
     return as_json or obj.get("format") == "json"
 
 
-def echo_json(data) -> None:
+def echo_json(data: dict[str, Any]) -> None:
     """``data`` as one line of JSON. What acor lists and shows comes from
     manifests and config, which refuse non-finite numbers."""
-    from acor.cli.output.jsonline import json_line
     click.echo(json_line(data, finite=True), nl=False)
 
 
-def tool_record(spec) -> dict:
-    record = {"name": spec.name, "version": spec.version, "kind": spec.kind,
-              "description": spec.description, "path": spec.path,
-              "origin": spec.origin, "usage": spec.usage,
-              "args": spec.args_public, "annotations": spec.annotations,
-              "sandbox": spec.sandbox}
+def tool_record(spec: ToolSpec) -> dict[str, object]:
+    record: dict[str, object] = {
+        "name": spec.name, "version": spec.version, "kind": spec.kind,
+        "description": spec.description, "path": spec.path,
+        "origin": spec.origin, "usage": spec.usage,
+        "args": spec.args_public, "annotations": spec.annotations,
+        "sandbox": spec.sandbox}
     return record
 
 
-def sandbox_note(spec) -> str:
+def sandbox_note(spec: ToolSpec) -> str:
     """The tool's sandbox, in one line for people."""
     box = spec.sandbox
     if box is None:
         return "none declared (all your rights; `acor --sandbox` gives it " \
             "a default box)"
-    from acor.cli.textsafe import printable
     write = ", ".join(printable(p) for p in box.get("write") or []) or \
         "nothing"
     read = "anything" if box.get("read") is None else \
@@ -66,13 +75,14 @@ def sandbox_note(spec) -> str:
 @click.option("--all", "show_all", is_flag=True,
               help="Also show skipped and shadowed manifests, with reasons.")
 @click.pass_context
-def list_tools(ctx, as_json, show_all):
+def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
     """List the tools: name, version, kind, description and where each
     came from (a project tools dir, the user's, or a package)."""
     reg = command_registry(ctx)
     if wants_json(ctx, as_json):
-        data = {"tools": [tool_record(s) for s in reg.tools.values()],
-                "skipped": len(reg.skipped), "shadowed": len(reg.shadowed)}
+        data: dict[str, Any] = {
+            "tools": [tool_record(s) for s in reg.tools.values()],
+            "skipped": len(reg.skipped), "shadowed": len(reg.shadowed)}
         if show_all:
             data["skipped"] = [s.to_dict() for s in reg.skipped]
             data["shadowed"] = [{"name": s.name, "winner": s.winner_path,
@@ -96,7 +106,7 @@ def list_tools(ctx, as_json, show_all):
                    "`acor list --all`.")
 
 
-def echo_problems(reg) -> None:
+def echo_problems(reg: Registry) -> None:
     if reg.skipped:
         click.echo("\nSkipped manifests:")
         for s in reg.skipped:
@@ -111,10 +121,8 @@ def echo_problems(reg) -> None:
                        f"{quote(s.winner_path)}{why}")
 
 
-def doctor_report(reg) -> dict:
+def doctor_report(reg: Registry) -> dict[str, Any]:
     """Every fact and problem ``acor doctor`` shows."""
-    from acor.cli.discovery.cache import cache_dir_problem
-    from acor.cli.discovery.trust import trusted_paths
     config = reg.config
     warnings = list(config.warnings)
     for spec in reg.tools.values():
@@ -134,10 +142,8 @@ def doctor_report(reg) -> dict:
                          for s in reg.shadowed]}
 
 
-def _kernel_sandbox(config) -> dict:
+def _kernel_sandbox(config: Config) -> dict[str, object]:
     """The config's sandbox mode and what this kernel offers a sandbox."""
-    from acor.cli.discovery.cache import cache_dir
-    from acor.cli.sandbox.kernel import offers, protections
     mode = config.sandbox or "as each manifest declares"
     found = offers(cache_dir())
     return {"mode": mode, **found,
@@ -149,7 +155,7 @@ def _kernel_sandbox(config) -> dict:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
 @click.pass_context
-def doctor(ctx, as_json):
+def doctor(ctx: click.Context, as_json: bool) -> None:
     """Show the configuration, where tools are looked for, and every
     problem found (skipped or shadowed manifests, warnings), with why and
     how to fix it. Exits 1 when there is any problem or warning."""
@@ -185,7 +191,7 @@ def doctor(ctx, as_json):
     ctx.exit(exitcodes.FAILED if problems else exitcodes.OK)
 
 
-def framing_note(spec) -> str:
+def framing_note(spec: ToolSpec) -> str:
     """What holds for this tool's sections (docs/security.md)."""
     if spec.kind == "wrapped":
         return ("none: a wrapped program writes no sections; all it prints "
@@ -204,7 +210,7 @@ def framing_note(spec) -> str:
 @click.argument("tool")
 @click.option("--json", "as_json", is_flag=True, help="JSON for programs.")
 @click.pass_context
-def show(ctx, tool, as_json):
+def show(ctx: click.Context, tool: str, as_json: bool) -> None:
     """Show a tool: its usage, where it is, how its output is trusted, and
     its manifest."""
     reg = command_registry(ctx)
@@ -243,14 +249,13 @@ def show(ctx, tool, as_json):
 
 @click.command()
 @click.argument("name", type=click.Choice(sorted(SCHEMAS)))
-def schema(name):
+def schema(name: str) -> None:
     """Print a JSON Schema that ships with acor: `events` (every JSON line
     of `--format json`) or `manifest` (manifest.json and wrapper
     manifests; point "$schema" at it for your editor)."""
     try:
         text = schema_text(name)
     except OSError as exc:
-        from acor.cli.package_data import install_line
         again = install_line().replace(" install ", " install "
                                        "--force-reinstall ", 1)
         raise LauncherError(f"The {name} schema is missing from this "

@@ -56,14 +56,19 @@ import time
 
 from acor._safefs import Folder, Unsafe
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+from acor.cli.discovery.sources import packages_searched, user_tools_dir
+from acor.cli.textsafe import quote
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    pass
+    from typing import Any, TypeVar
+
+    _R = TypeVar("_R", bound="Record")
 
 FORMAT = 8  # 4: package and user tools dirs; specs with origin, args, usage;
 # overrides of package tools. 5: marshal, tool folders not fingerprinted.
 # 6: specs say whether a tool may start warm. 7: signatures hold the owner;
-# the key, what the user trusts (cli.discovery.trust). 8: specs and the
+# the key, what the user trusts (acor.cli.discovery.trust). 8: specs and the
 # config carry the sandbox
 MAX_BYTES = 8 << 20
 # Racy-timestamp guard (as git does for its index): a file changed twice
@@ -98,7 +103,7 @@ class Record:
     """
 
     FIELDS: tuple[str, ...] = ()
-    _FIELD_SET: frozenset = frozenset()
+    _FIELD_SET: frozenset[str] = frozenset()
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -112,11 +117,11 @@ class Record:
             raise TypeError(f"{type(self).__name__} has no field(s) "
                             f"{', '.join(sorted(fields))}")
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self.FIELDS}
 
     @classmethod
-    def from_dict(cls, data):
+    def from_dict(cls: type[_R], data: object) -> _R:
         if not isinstance(data, dict) or data.keys() != cls._FIELD_SET:
             keys = set(data) if isinstance(data, dict) else set()
             raise ValueError(
@@ -127,11 +132,11 @@ class Record:
         record.__dict__.update(data)
         return record
 
-    def __eq__(self, other):
-        return type(other) is type(self) and \
-            other.to_dict() == self.to_dict()
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Record) and type(other) is type(self) \
+            and other.to_dict() == self.to_dict()
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict().items())
         return f"{type(self).__name__}({fields})"
 
@@ -148,35 +153,34 @@ def cache_dir() -> str:
     return os.path.join(base, "acor")
 
 
-def cache_path(root, config_path):
+def cache_path(root: str, config_path: str | None) -> str:
     """The cache file for this project, config file and interpreter (argv
     of Python tools embeds ``sys.executable``, so each venv gets its own)."""
     return os.path.join(cache_dir(), _cache_name(root, config_path))
 
 
-def _key(root, config_path):
+def _key(root: str, config_path: str | None) -> list[object]:
     """What a cache entry is for: the project, its config, the interpreter
     and where else tools are looked for (the user's tools dir, and whether
-    packages' tools are, see :func:`cli.discover.sources`)."""
-    from acor.cli.discovery.sources import packages_searched, user_tools_dir
-    # Who is trusted decides what a scan keeps (cli.discovery.trust).
+    packages' tools are, see :mod:`acor.cli.discovery.sources`)."""
+    # Who is trusted decides what a scan keeps (acor.cli.discovery.trust).
     trusted = [os.environ.get("ACOR_TRUSTED", ""),
                os.environ.get("SUDO_UID", "") if _uid() == 0 else ""]
     return [root, config_path, sys.executable, user_tools_dir(),
             packages_searched(), *trusted]
 
 
-def _cache_name(root, config_path):
+def _cache_name(root: str, config_path: str | None) -> str:
     key = "\0".join(str(part) for part in _key(root, config_path))
     digest = _sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
     return f"registry-{digest[:16]}.marshal"
 
 
-def _uid():
+def _uid() -> int | None:
     return os.geteuid() if hasattr(os, "geteuid") else None
 
 
-def _dir_problem(st):
+def _dir_problem(st: os.stat_result) -> str | None:
     """Why a directory with stat ``st`` cannot hold this user's cache."""
     uid = _uid()
     if uid is not None and st.st_uid != uid:
@@ -219,7 +223,7 @@ def _open_dir(directory: str, create: bool = False
     return folder, None
 
 
-def cache_dir_problem(directory=None):
+def cache_dir_problem(directory: str | None = None) -> str | None:
     """Why acor does not use its cache dir (a sentence naming the
     directory, what is wrong and the fix), or None when it is usable or
     does not exist yet (acor creates it, mode 0700). For ``acor doctor``:
@@ -230,7 +234,6 @@ def cache_dir_problem(directory=None):
         folder.close()
     if problem is None:
         return None
-    from acor.cli.textsafe import quote
     return (f"the cache dir {quote(directory)} is not used: {problem}. Run "
             "`chmod 700` on it if it is yours, or set ACOR_CACHE_DIR to a "
             "directory only you can write.")
@@ -247,7 +250,7 @@ def signature(path: str, light: bool = False) -> list[int] | None:
 
 def _sig(st: os.stat_result, light: bool) -> list[int]:
     # The owner too: `chown` moves neither mtime nor mode, and decides
-    # whether acor takes tools from the file (cli.discovery.trust).
+    # whether acor takes tools from the file (acor.cli.discovery.trust).
     if light:
         return [st.st_mode, st.st_ino, st.st_uid]
     return [st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_uid]
@@ -262,8 +265,8 @@ class Fingerprint:
 
     __slots__ = ("entries", "started_ns", "racy")
 
-    def __init__(self):
-        self.entries = []
+    def __init__(self) -> None:
+        self.entries: list[list[object]] = []
         self.started_ns = time.time_ns()
         self.racy = False
 
@@ -286,7 +289,7 @@ class Fingerprint:
                              else _sig(st, light)])
 
 
-def read(root, config_path):
+def read(root: str, config_path: str | None) -> Any:
     """The payload saved for this project if nothing it depends on changed,
     else None. Never raises: a bad cache is just a miss."""
     folder, _ = _open_dir(cache_dir())
@@ -313,7 +316,8 @@ def read(root, config_path):
         return None
 
 
-def write(root, config_path, fingerprint, payload):
+def write(root: str, config_path: str | None, fingerprint: Fingerprint,
+          payload: object) -> bool:
     """Save ``payload`` with ``fingerprint`` (a :class:`Fingerprint`).
 
     Best effort: returns True if the file was written, False if it was not

@@ -1,19 +1,31 @@
 """What each manifest field must be: a predicate and the words for the
-message when it is not (:mod:`cli.manifest` applies them)."""
+message when it is not (:mod:`acor.cli.discovery.manifest` applies them)."""
+
+from __future__ import annotations
 
 from acor.cli.durations import MAX_SECONDS, check_seconds
+from acor.cli.sandbox.policy import problems
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Callable
+
+    # A field's rule: required, a predicate over its parsed JSON value,
+    # and the words for what it must be.
+    Rule = tuple[bool, Callable[[Any], bool], str]
+
 _NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
-def _text(v) -> bool:
+def _text(v: object) -> bool:
     return isinstance(v, str) and v != ""
 
 
-def _texts(v) -> bool:
+def _texts(v: object) -> bool:
     return isinstance(v, list) and all(isinstance(x, str) for x in v)
 
 
-def _seconds(v) -> bool:
+def _seconds(v: object) -> bool:
     if isinstance(v, str):  # "30" is a string in JSON, not a duration
         return False
     try:
@@ -23,24 +35,23 @@ def _seconds(v) -> bool:
     return True
 
 
-def _size(v) -> bool:
+def _size(v: object) -> bool:
     """A byte budget: 0 (no limit), or 4096 up to 1 TiB."""
     return type(v) is int and (v == 0 or 4096 <= v <= 1 << 40)
 
 
-def is_name(v) -> bool:
+def is_name(v: object) -> bool:
     return isinstance(v, str) and 0 < len(v) <= 64 and \
         set(v) <= _NAME_CHARS and v[0] not in "_-"
 
 
-def _annotations(v) -> bool:
+def _annotations(v: object) -> bool:
     return isinstance(v, dict) and all(
         isinstance(x, bool) or (k == "title" and isinstance(x, str))
         for k, x in v.items())
 
 
-def _sandbox(value) -> bool:
-    from acor.cli.sandbox.policy import problems
+def _sandbox(value: object) -> bool:
     return not problems(value)
 
 
@@ -48,7 +59,7 @@ _NAME = "a lowercase name of 1-64 letters, digits, '-' or '_', starting " \
     "with a letter or digit (like \"my-tool\")"
 _VERSION = 'a non-empty string like "1.0.0"'
 _SECONDS = f"a number of seconds above 0 and at most {MAX_SECONDS} (7 days)"
-_COMMON = {
+_COMMON: dict[str, Rule] = {
     "$schema": (False, lambda v: isinstance(v, str), "a string (a URI)"),
     "name": (True, is_name, _NAME),
     "description": (True, _text, "a non-empty string"),
@@ -75,12 +86,12 @@ _COMMON = {
                 'and true or false'),
 }
 # field -> (required, predicate, what it must be)
-ACOR_FIELDS = {
+ACOR_FIELDS: dict[str, Rule] = {
     **_COMMON,
     "entry": (True, _text, "the path of the program, relative to the folder"),
     "warm": (False, lambda v: isinstance(v, bool), "true or false"),
 }
-WRAPPED_FIELDS = {
+WRAPPED_FIELDS: dict[str, Rule] = {
     **_COMMON,
     "command": (True, lambda v: _texts(v) and bool(v) and v[0] != "",
                 "a non-empty list of strings (the argv)"),

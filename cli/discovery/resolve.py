@@ -7,6 +7,15 @@ from __future__ import annotations
 
 import os
 
+from acor.cli.discovery.registry import Registry, load_registry, scan
+from acor.cli.errors import UsageError, unknown_tool
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
+if TYPE_CHECKING:
+    from acor.cli.discovery.config import Config
+    from acor.cli.discovery.registry import Skipped
+    from acor.cli.discovery.spec import ToolSpec
+
 
 class Target:
     """The tool to check: its manifest, and what discovery made of it."""
@@ -14,8 +23,9 @@ class Target:
     __slots__ = ("name", "manifest_path", "folder", "spec", "skipped",
                  "registry")
 
-    def __init__(self, name, manifest_path, spec=None, skipped=None,
-                 registry=None):
+    def __init__(self, name: str, manifest_path: str,
+                 spec: ToolSpec | None = None, skipped: Skipped | None = None,
+                 registry: Registry | None = None) -> None:
         self.name = name
         self.manifest_path = manifest_path
         # Examples run here: tool folders hold their sample inputs.
@@ -36,9 +46,8 @@ def resolve(ref: str, cwd: str | None = None,
     """The tool called ``ref``, or at path ``ref`` (a tool folder, its
     manifest.json, or a wrapper's ``<name>.json``), in the registry of
     ``cwd`` and ``config_path`` (``--config``). Raises
-    :class:`cli.errors.LauncherError` when there is none, and
-    :class:`cli.config.ConfigError`."""
-    from acor.cli.discovery.registry import load_registry
+    :class:`acor.cli.errors.LauncherError` when there is none, and
+    :class:`acor.cli.discovery.config.ConfigError`."""
     registry = load_registry(cwd=cwd, config_path=config_path)
     if looks_like_path(ref):
         return _resolve_path(os.path.abspath(os.path.join(cwd or "", ref)),
@@ -51,19 +60,16 @@ def resolve(ref: str, cwd: str | None = None,
         path = skipped.path if skipped.path.endswith((".json", ".py")) \
             else os.path.join(skipped.path, "manifest.json")
         return Target(ref, path, None, skipped, registry)
-    from acor.cli.errors import unknown_tool
     raise unknown_tool(ref, registry, [], ["acor", "check"])
 
 
-def _resolve_path(path, config):
+def _resolve_path(path: str, config: Config) -> Target:
     if os.path.isdir(path):
         path = os.path.join(path, "manifest.json")
     if not os.path.isfile(path):
-        from acor.cli.errors import UsageError
         raise UsageError(f"No manifest at {path}", "Give a tool's name "
                          "(`acor list`), its folder, or its manifest file.",
                          code="E_FILE_NOT_FOUND", next=["acor", "list"])
-    from acor.cli.discovery.registry import scan
     entry = os.path.dirname(path) if os.path.basename(path) == \
         "manifest.json" else path
     # Discovery of just the folder holding it: the same checks, no others.

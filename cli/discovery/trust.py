@@ -29,14 +29,19 @@ path. That file is read only if it passes the same rule. Installed
 packages' tools are not checked: they come with the Python that runs acor,
 which is trusted as it is.
 
-The check is a ``stat()`` of what acor reads anyway; ``pwd``/``grp`` are
-imported, and the trust list read, only when something fails it.
+The check is a ``stat()`` of what acor reads anyway; the user and group
+databases and the trust list are read only when something fails it.
 """
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
+import shlex
 import stat
+
+from acor.cli.textsafe import printable
 
 ENV = "ACOR_TRUSTED"
 
@@ -56,8 +61,6 @@ def trust_file() -> str:
 
 def how_to_trust(path: str) -> str:
     """The recovery sentence every refusal of ``path`` ends with."""
-    import shlex
-    from acor.cli.textsafe import printable
     return _HOW.format(env=ENV, file=printable(trust_file()),
                        path=printable(shlex.quote(path)))
 
@@ -77,8 +80,6 @@ def _private_group(gid: int) -> bool:
     groups, where umask 002 makes every file group-writable)."""
     if gid != os.getegid():
         return False
-    import grp
-    import pwd
     try:
         user = pwd.getpwuid(os.geteuid()).pw_name
         group = grp.getgrgid(gid)
@@ -88,7 +89,6 @@ def _private_group(gid: int) -> bool:
 
 
 def _who(uid: int) -> str:
-    import pwd
     try:
         return f"{pwd.getpwuid(uid).pw_name}, uid {uid}"
     except KeyError:
@@ -111,7 +111,7 @@ def mode_problem(st: os.stat_result) -> str | None:
         return None
     if stat.S_ISDIR(mode) and mode & stat.S_ISVTX:
         return None  # others may add entries, each checked, not swap yours
-    writers = []
+    writers: list[str] = []
     if mode & 0o020 and not _private_group(st.st_gid):
         writers.append("its group")
     if mode & 0o002:

@@ -37,6 +37,14 @@ import os
 import stat
 import struct
 
+TYPE_CHECKING = False  # typing costs the forked child: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Iterable
+
+    # One seccomp instruction (opcode, jump-true label, jump-false label,
+    # k), or a label: ("label", its name).
+    _Step = tuple[str, str | None, str | None, int] | tuple[str, str]
+
 # Generic system call numbers: the same on x86_64 and arm64.
 SYS_OPEN_TREE = 428
 SYS_MOVE_MOUNT = 429
@@ -106,10 +114,10 @@ class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_char_p)]
 
 
-_libc = None
+_libc: ctypes.CDLL | None = None
 
 
-def libc():
+def libc() -> ctypes.CDLL:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(None, use_errno=True)
@@ -138,7 +146,7 @@ def seccomp_filters() -> bool:
     system call numbers :func:`_unix_socket_filter` knows."""
     if os.uname().machine not in _ARCHES:
         return False
-    return libc().prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0
+    return bool(libc().prctl(PR_GET_SECCOMP, 0, 0, 0, 0) >= 0)
 
 
 def handled(abi: int, restrict_reads: bool, unix_sockets: bool = True) -> int:
@@ -154,7 +162,7 @@ def handled(abi: int, restrict_reads: bool, unix_sockets: bool = True) -> int:
     return rights
 
 
-def enter(box: dict) -> None:
+def enter(box: dict[str, Any]) -> None:
     """Enter ``box`` (:meth:`acor.cli.sandbox.policy.Box.to_request`:
     absolute paths). Raises :class:`SandboxError`; the caller must not run
     the tool. Must be called by a single-threaded process (a fresh fork):
@@ -204,7 +212,7 @@ def _getcwd() -> str | None:
         return None
 
 
-def _landlock(box: dict, abi: int) -> None:
+def _landlock(box: dict[str, Any], abi: int) -> None:
     c = libc()
     read = box.get("read")
     unix_sockets = bool(box.get("unix_sockets"))
@@ -259,7 +267,8 @@ def _allow(ruleset: int, path: str, rights: int) -> None:
 MAKING = MAKE_DIR | MAKE_SYM | MAKE_SOCK | MAKE_FIFO | MAKE_CHAR | MAKE_BLOCK
 
 
-def _allow_writes(ruleset: int, write, fixed, rights: int) -> None:
+def _allow_writes(ruleset: int, write: Iterable[str],
+                  fixed: Iterable[tuple[str, bool]], rights: int) -> None:
     """Grant ``rights`` on each write path, but in the folders of
     ``fixed`` (``[folder, no_files]``, inside a write path) nothing new
     may be made but files (or nothing at all, with ``no_files``). Landlock
@@ -327,7 +336,7 @@ def _clone(path: str, dir_fd: int | None = None) -> int:
                   f"open_tree {path}")
 
 
-def _set(fd_or_path, attr_set: int, propagation: int = 0,
+def _set(fd_or_path: int | str, attr_set: int, propagation: int = 0,
          recursive: bool = True, attr_clr: int = 0) -> None:
     attr = _MountAttr(attr_set, attr_clr, propagation, 0)
     flags = AT_RECURSIVE if recursive else 0
@@ -349,7 +358,7 @@ def _attach(clone: int, path: str) -> None:
         os.close(clone)
 
 
-def _read_only_but(box: dict) -> None:
+def _read_only_but(box: dict[str, Any]) -> None:
     """Make every mount read-only but the write paths; then, inside them,
     what ``box["protect"]`` names read-only again, and ``box["own"]`` (the
     tool's state folder) writable."""
@@ -444,7 +453,7 @@ def _unix_socket_filter(sockets: bool = True) -> bytes:
     fail too. A system call of an architecture not known here kills the
     process. Without ``sockets``, io_uring alone is refused."""
     deny_socket = _ERRNO | _EACCES
-    code: list[tuple] = []  # (opcode, jump-true label, jump-false label, k)
+    code: list[_Step] = []
     arches = _ARCHES.get(os.uname().machine)
     if arches is None:
         raise SandboxError(38, "no seccomp filter for this architecture")
@@ -489,18 +498,20 @@ _ERRNO = 0x00050000
 _OPCODES = {"ld": 0x20, "jeq": 0x15, "ret": 0x06, "and": 0x54}
 
 
-def _assemble(code: list[tuple]) -> bytes:
+def _assemble(code: list[_Step]) -> bytes:
     """``struct sock_filter`` records for ``code``, jumps resolved to
     their labels (forward only, as BPF jumps are)."""
-    labels, at = {}, 0
+    labels: dict[str, int] = {}
+    at = 0
     for item in code:
-        if item[0] == "label":
+        if len(item) == 2:
             labels[item[1]] = at
         else:
             at += 1
-    out, at = [], 0
+    out: list[bytes] = []
+    at = 0
     for item in code:
-        if item[0] == "label":
+        if len(item) == 2:
             continue
         op, true, false, k = item
         jt = 0 if true is None else labels[true] - at - 1

@@ -17,13 +17,24 @@ from __future__ import annotations
 import os
 import sys
 
-_memo: dict | None = None
+TYPE_CHECKING = False  # typing costs every sandboxed run: only mypy
+if TYPE_CHECKING:
+    from typing import Any, TypedDict
+
+    class Offers(TypedDict):
+        """What :func:`offers` found."""
+
+        landlock: int  # the Landlock ABI version, 0: none
+        namespaces: bool
+        seccomp: bool
+
+_memo: Offers | None = None
 # The helper's code: run by this interpreter, with this environment.
 _HELPER = "from acor.cli.sandbox.kernel import _helper; _helper()"
 _SELF = "/proc/self/exe"
 
 
-def offers(cache_dir: str | None = None) -> dict:
+def offers(cache_dir: str | None = None) -> Offers:
     """{"landlock": ABI version (0: none), "namespaces": bool (unprivileged
     user, mount and network namespaces, and read-only mounts in them, can
     be made), "seccomp": bool (filters, on an architecture acor knows)},
@@ -58,9 +69,9 @@ def offers(cache_dir: str | None = None) -> dict:
     return _memo
 
 
-def _probe() -> dict:
+def _probe() -> Offers:
     """What the helper found; nothing, if it could not say."""
-    nothing = {"landlock": 0, "namespaces": False, "seccomp": False}
+    nothing: Offers = {"landlock": 0, "namespaces": False, "seccomp": False}
     read, write = os.pipe()
     try:
         null = os.open(os.devnull, os.O_RDWR)
@@ -95,6 +106,8 @@ def _probe() -> dict:
 
 def _helper() -> None:
     """In the helper process: try each protection, print what worked."""
+    # Only here: enter imports ctypes (2 ms), which a sandboxed run whose
+    # probe is cached never needs in this process.
     from acor.cli.sandbox import enter
     abi = enter.landlock_abi()
     seccomp = enter.seccomp_filters()
@@ -120,10 +133,10 @@ SOCKETS = ("control of UNIX socket connections: Landlock ABI 9 (Linux "
            "7.1), or seccomp filters (x86_64 or arm64)")
 
 
-def missing(box: dict, found: dict) -> list[str]:
+def missing(box: dict[str, Any], found: Offers) -> list[str]:
     """What ``box`` needs that this kernel does not offer (``found``, from
     :func:`offers`; []: nothing)."""
-    lacks = []
+    lacks: list[str] = []
     if found["landlock"] < 1:
         lacks.append(LANDLOCK)
     if not found["namespaces"]:
@@ -134,7 +147,7 @@ def missing(box: dict, found: dict) -> list[str]:
     return lacks
 
 
-def protections(found: dict) -> list[tuple[str, bool, str]]:
+def protections(found: Offers) -> list[tuple[str, bool, str]]:
     """(protection, in force on this kernel, how or what is missing), for
     ``acor doctor``."""
     abi = found["landlock"]

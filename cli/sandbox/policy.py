@@ -27,6 +27,23 @@ from __future__ import annotations
 import os
 import sys
 
+import acor
+
+TYPE_CHECKING = False  # typing costs every sandboxed run: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Callable, Protocol, Sequence
+
+    class Config(Protocol):
+        """What the guarded paths need of a config: the part of
+        acor.cli.discovery.config.Config (a layer above) read here."""
+
+        @property
+        def path(self) -> str | None: ...
+        @property
+        def tools_dirs(self) -> Sequence[str]: ...
+        @property
+        def state_dir(self) -> str: ...
+
 # The default box of `acor --sandbox` and `sandbox: default`: write the
 # project and temp, no network.
 DEFAULT = {"write": ["."], "network": False}
@@ -56,9 +73,10 @@ class Box:
                  "fixed", "own", "declared")
 
     def __init__(self, write: list[str], read: list[str] | None,
-                 network: bool, declared: dict, unix_sockets: bool = False,
+                 network: bool, declared: dict[str, Any],
+                 unix_sockets: bool = False,
                  protect: list[str] | None = None,
-                 fixed: list | None = None,
+                 fixed: list[tuple[str, bool]] | None = None,
                  own: str | None = None) -> None:
         self.write = write
         self.read = read
@@ -70,7 +88,7 @@ class Box:
         self.own = own                # the tool's state folder
         self.declared = declared  # as the manifest (or the default) said
 
-    def to_request(self) -> dict:
+    def to_request(self) -> dict[str, Any]:
         """The plain dict a fork server's child applies."""
         return {"write": self.write, "read": self.read,
                 "network": self.network, "unix_sockets": self.unix_sockets,
@@ -105,7 +123,7 @@ def _absolute(path: str, root: str) -> str:
     return os.path.normpath(os.path.join(root, path))
 
 
-def resolve(declared: dict, root: str, tool_dir: str | None,
+def resolve(declared: dict[str, Any], root: str, tool_dir: str | None,
             tmpdir: str, guarded_paths: list[str] | None = None,
             own: str | None = None) -> Box:
     """The box ``declared`` (a checked manifest value) for a run in
@@ -122,7 +140,7 @@ def resolve(declared: dict, root: str, tool_dir: str | None,
     # project under a linked folder is still guarded).
     write = list(dict.fromkeys(os.path.realpath(p) for p in _existing(
         [*declared_write, tmpdir, *SYSTEM_WRITE])))
-    read = None
+    read: list[str] | None = None
     if declared.get("read") is not None:
         read = [_absolute(p, root) for p in declared["read"]]
         read += _runtime_paths(tool_dir)
@@ -138,13 +156,13 @@ def resolve(declared: dict, root: str, tool_dir: str | None,
                protect=protect, fixed=fixed, own=own)
 
 
-def guarded(root: str, config, cwd: str, users: list[str]) -> list[str]:
+def guarded(root: str, config: Config | None, cwd: str,
+            users: list[str]) -> list[str]:
     """What no box may write, for a run in ``root`` from ``cwd``: what
     decides boxes (configs, on the whole walk from ``cwd`` up), discovery
     (tools dirs; ``users``: the user's own acor folders, the trust file and
     the cache) and code that runs later (``.git``, acor's own interpreter
     and package)."""
-    import acor
     paths = [os.path.join(root, name) for name in GUARDED_NAMES]
     # The interpreter's environment holds acor's dependencies; acor itself
     # may live elsewhere (a source checkout on the path).
@@ -170,7 +188,8 @@ def _within(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def _carve(guarded_paths: list[str], write: list[str]):
+def _carve(guarded_paths: list[str], write: list[str]
+           ) -> tuple[list[str], list[tuple[str, bool]]]:
     """(the guarded paths inside a write path, to bind read-only; the
     folders inside a write path where a guarded path is missing, to take
     no new entries)."""
@@ -197,7 +216,7 @@ def _carve(guarded_paths: list[str], write: list[str]):
     kept: dict[str, bool] = {}
     for folder, no_files in fixed:
         kept[folder] = kept.get(folder, False) or no_files
-    return list(dict.fromkeys(protect)), [[f, n] for f, n in kept.items()]
+    return list(dict.fromkeys(protect)), list(kept.items())
 
 
 def own_folder(state_dir: str, tool: str, root: str) -> str | None:
@@ -244,7 +263,6 @@ def own_folder(state_dir: str, tool: str, root: str) -> str | None:
 def _runtime_paths(tool_dir: str | None) -> list[str]:
     """What a program needs to read to run at all: its folder, this
     interpreter and its libraries (acor's own included), the system's."""
-    import acor
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix,
              os.path.dirname(os.path.realpath(sys.executable)),
              os.path.dirname(os.path.dirname(os.path.abspath(
@@ -259,7 +277,7 @@ def _existing(paths: list[str]) -> list[str]:
     """``paths`` that exist, each once, in order (a rule needs an open
     descriptor: a missing path cannot be granted, nor be created)."""
     seen: set[str] = set()
-    kept = []
+    kept: list[str] = []
     for path in paths:
         if path not in seen and os.path.exists(path):
             seen.add(path)
@@ -298,7 +316,7 @@ def remove_tree(path: str) -> None:
         pass
 
 
-def _quietly(remove, path: str) -> None:
+def _quietly(remove: Callable[[str], None], path: str) -> None:
     try:
         remove(path)
     except OSError:
