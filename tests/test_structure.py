@@ -112,6 +112,7 @@ LAYERS = (
     ("discovery", ("acor.cli.discovery",)),
     ("run", ("acor.cli.run",)),
     ("human", ("acor.cli.human",)),
+    ("tasks", ("acor.cli.tasks",)),
     ("mcp", ("acor.cli.mcp",)),
     ("commands", ("acor.cli.commands",)),
     ("entry", ("acor.cli.main", "acor.cli.entry", "acor.cli.pytest_plugin",

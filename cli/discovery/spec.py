@@ -27,7 +27,8 @@ class ToolSpec(Record):
              "manifest_path", "argv", "timeout", "idle_timeout", "usage",
              "progress_pattern", "errors", "cwd_mode", "warnings",
              "args_schema", "args_public", "stdin", "examples",
-             "annotations", "origin", "warm", "max_output", "sandbox")
+             "annotations", "origin", "warm", "max_output", "sandbox",
+             "task")
 
     @property
     def args_schema(self):

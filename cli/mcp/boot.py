@@ -39,6 +39,8 @@ _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # What the SDK's low-level server advertises with a tools handler only.
 _CAPABILITIES = {"tools": {"listChanged": False}}
+# At 2026-07-28 only: the Tasks extension (acor.cli.mcp.tasks).
+_EXTENSIONS = {"io.modelcontextprotocol/tasks": {}}
 _SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE,
                 "version": __version__}
 
@@ -217,6 +219,7 @@ def _discover_result(params: dict) -> dict | None:
             and set(params) <= {"_meta"}):
         return None
     return {"supportedVersions": list(MODERN_VERSIONS),
-            "capabilities": _CAPABILITIES, "instructions": INSTRUCTIONS,
+            "capabilities": {**_CAPABILITIES, "extensions": _EXTENSIONS},
+            "instructions": INSTRUCTIONS,
             "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
             "_meta": {_SERVER_INFO_KEY: dict(_SERVER_INFO)}}
