@@ -1,0 +1,135 @@
+"""MCP tasks over HTTP (``acor mcp --http``, 2026-07-28, stateless): raw
+JSON-RPC posts, and a task bound to the token that created it."""
+
+import time
+
+import httpx2
+import pytest
+
+from test_mcp_http import Served
+from test_tasks import EXT, LIMIT, SLOW, SLOW_ARGS, Raw, meta, wait_for
+
+TOKEN_A = "a" * 8 + "-token-of-alice-0123456789"
+TOKEN_B = "b" * 8 + "-token-of-bob-012345678901"
+
+
+class Http:
+    """Raw posts to a served ``acor mcp --http`` with one bearer token."""
+
+    def __init__(self, served, token):
+        self.url = served.url
+        self.token = token
+        self.ids = 0
+
+    def request(self, method, params=None, tasks=True, name=None):
+        self.ids += 1
+        params = dict(params or {})
+        params["_meta"] = meta(tasks)
+        headers = {"Content-Type": "application/json",
+                   "Accept": "application/json, text/event-stream",
+                   "Authorization": f"Bearer {self.token}",
+                   "MCP-Protocol-Version": "2026-07-28",
+                   "Mcp-Method": method}
+        if name is not None:
+            headers["Mcp-Name"] = name
+        reply = httpx2.post(self.url, headers=headers, timeout=LIMIT, json={
+            "jsonrpc": "2.0", "id": self.ids, "method": method,
+            "params": params})
+        # A JSON-RPC error comes with 400 (or another 4xx): its body is
+        # the answer all the same.
+        assert reply.status_code < 500, reply.text
+        return reply.json()
+
+    def call(self, name, arguments):
+        return self.request("tools/call", {"name": name,
+                                           "arguments": arguments},
+                            name=name)
+
+    def get(self, task_id):
+        return self.request("tasks/get", {"taskId": task_id}, name=task_id)
+
+    def until(self, task_id, *statuses):
+        deadline = time.monotonic() + LIMIT
+        while time.monotonic() < deadline:
+            task = self.get(task_id)["result"]
+            if task["status"] in statuses:
+                return task
+            time.sleep(0.1)
+        raise AssertionError(f"task {task_id} never {statuses}")
+
+
+@pytest.fixture
+def http_project(project):
+    project.add_tool("slow", SLOW, args=SLOW_ARGS, task="optional")
+    return project
+
+
+def serve(project, token):
+    return Served(project, env={"ACOR_MCP_TOKEN": token})
+
+
+def test_a_task_over_http_completes_and_cancels(http_project, tmp_path):
+    served = serve(http_project, TOKEN_A)
+    try:
+        client = Http(served, TOKEN_A)
+        discover = client.request("server/discover")
+        assert discover["result"]["capabilities"]["extensions"] == {EXT: {}}
+        go = tmp_path / "go"
+        created = client.call("slow", {"go": str(go)})["result"]
+        assert created["resultType"] == "task"
+        assert client.get(created["taskId"])["result"]["status"] == "working"
+        go.touch()
+        done = client.until(created["taskId"], "completed")
+        assert done["result"]["structuredContent"]["steps"] >= 0
+
+        pidfile = tmp_path / "grandchild"
+        running = client.call("slow", {"go": str(tmp_path / "never"),
+                                       "grandchild": str(pidfile)})["result"]
+        wait_for(pidfile.exists, "the grandchild started")
+        ack = client.request("tasks/cancel", {"taskId": running["taskId"]},
+                             name=running["taskId"])["result"]
+        assert ack["resultType"] == "complete" and "status" not in ack
+        assert client.until(running["taskId"], "cancelled", "completed",
+                            "failed")["status"] == "cancelled"
+    finally:
+        served.stop()
+
+
+def test_a_task_is_not_found_by_another_token_or_the_stdio_user(
+        http_project, tmp_path):
+    go = tmp_path / "go"
+    go.touch()
+    served = serve(http_project, TOKEN_A)
+    try:
+        alice = Http(served, TOKEN_A)
+        created = alice.call("slow", {"go": str(go)})["result"]
+        alice.until(created["taskId"], "completed")
+    finally:
+        served.stop()
+    # The same store, another token: not found, never its status.
+    served = serve(http_project, TOKEN_B)
+    try:
+        bob = Http(served, TOKEN_B)
+        for method, params in (
+                ("tasks/get", {}), ("tasks/cancel", {}),
+                ("tasks/update", {"inputResponses": {}})):
+            answer = bob.request(method, {"taskId": created["taskId"],
+                                          **params})
+            assert answer["error"]["code"] == -32602
+            assert "not found" in answer["error"]["message"]
+            assert "completed" not in str(answer)
+    finally:
+        served.stop()
+    # The user at stdio is another identity too.
+    raw = Raw(http_project)
+    try:
+        assert raw.get(created["taskId"])["error"]["code"] == -32602
+    finally:
+        raw.close()
+    # Alice, back: hers still.
+    served = serve(http_project, TOKEN_A)
+    try:
+        assert Http(served, TOKEN_A).get(created["taskId"])["result"][
+            "status"] == "completed"
+    finally:
+        served.stop()
