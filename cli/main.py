@@ -21,7 +21,7 @@ from acor.cli.signals import EarlySignals
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
-                      "export"})
+                      "export", "tasks"})
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config",
            "--max-output": "max_output"}

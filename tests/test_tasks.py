@@ -348,3 +348,41 @@ def test_the_store_is_private_to_the_user(server, tasks_project, tmp_path):
     server.until(created["taskId"], "completed")
     state = tasks_project.root / ".acor" / "state"
     assert os.stat(state / "tasks.sqlite3").st_mode & 0o077 == 0
+
+
+def test_acor_tasks_lists_shows_and_cancels_a_running_task(
+        server, tasks_project, tmp_path):
+    pidfile = tmp_path / "grandchild"
+    created = server.call("slow", {"go": str(tmp_path / "never"),
+                                   "grandchild": str(pidfile)})["result"]
+    task_id = created["taskId"]
+    wait_for(pidfile.exists, "the grandchild started")
+    listed = tasks_project.run("tasks", "--format", "json")
+    assert listed.returncode == 0, listed.stderr
+    (row,) = json.loads(listed.stdout)["tasks"]
+    assert row["id"] == task_id and row["tool"] == "slow"
+    assert row["status"] == "working" and row["server"]
+    text = tasks_project.run("tasks")
+    assert task_id in text.stdout and "working" in text.stdout
+    shown = tasks_project.run("tasks", "show", task_id[:12], "--format",
+                              "json")
+    assert json.loads(shown.stdout)["arguments"]["grandchild"] == \
+        str(pidfile)
+    # Cancelled from the command line: the server holding the task stops
+    # the run's whole group.
+    cancelled = tasks_project.run("tasks", "cancel", task_id[:12])
+    assert cancelled.returncode == 0, cancelled.stderr
+    assert server.until(task_id, "cancelled", "completed",
+                        "failed")["status"] == "cancelled"
+    wait_for(lambda: not pid_alive(int(pidfile.read_text())),
+             "the grandchild gone")
+    unknown = tasks_project.run("tasks", "show", "zz")
+    assert unknown.returncode == 2 and "E_UNKNOWN_TASK" in unknown.stdout
+
+
+def test_doctor_names_the_task_store(tasks_project):
+    done = tasks_project.run("doctor", "--json")
+    store = json.loads(done.stdout)["task_store"]
+    assert store["path"].endswith(os.path.join(".acor", "state",
+                                               "tasks.sqlite3"))
+    assert "SQLite" in store["kind"]

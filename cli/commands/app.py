@@ -27,6 +27,7 @@ from acor.cli.commands.mcp import mcp_command
 from acor.cli.commands.export import export_group
 from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
+from acor.cli.commands.tasks import tasks
 
 
 
@@ -193,6 +194,7 @@ def help_command(ctx, topic):
 
 
 cli.add_command(sessions)
+cli.add_command(tasks)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
                  call_command, check_command, new_command, mcp_command,
                  export_group):

@@ -18,6 +18,7 @@ from acor import exitcodes
 from acor.cli.errors import LauncherError, unknown_tool
 from acor.cli.commands.context import command_registry
 from acor.cli.package_data import SCHEMAS, schema_text
+from acor.cli.tasks.store import store_path
 from acor.cli.textsafe import printable, quote
 
 
@@ -125,6 +126,8 @@ def doctor_report(reg) -> dict:
     return {"config": config.path, "root": config.root,
             "tools_dirs": config.tools_dirs, "timeout": config.timeout,
             "state_dir": config.state_dir, "tools": len(reg.tools),
+            "task_store": {"kind": "embedded (SQLite, WAL)",
+                           "path": store_path(config.state_dir)},
             "trusted": trusted_paths(),
             "sandbox": _kernel_sandbox(reg.config),
             "warnings": warnings,
@@ -165,6 +168,8 @@ def doctor(ctx, as_json):
         click.echo(f"root:       {quote(data['root'])}")
         click.echo("tools dirs: " + ", ".join(map(quote, data["tools_dirs"])))
         click.echo(f"timeout:    {data['timeout']:g} s")
+        click.echo(f"tasks:      {data['task_store']['kind']}: "
+                   f"{quote(data['task_store']['path'])}")
         box = data["sandbox"]
         click.echo(f"sandbox:    {box['mode']}; kernel: Landlock "
                    + (f"ABI {box['landlock']}" if box["landlock"] else
