@@ -40,7 +40,8 @@ _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # What the SDK's low-level server advertises with a tools handler only.
 _CAPABILITIES = {"tools": {"listChanged": False}}
 # At 2026-07-28 only: the Tasks extension (acor.cli.mcp.tasks).
-_EXTENSIONS = {"io.modelcontextprotocol/tasks": {}}
+_EXTENSIONS: dict[str, dict[str, object]] = {
+    "io.modelcontextprotocol/tasks": {}}
 _SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE,
                 "version": __version__}
 

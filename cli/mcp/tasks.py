@@ -18,6 +18,7 @@ over HTTP the bearer token the request came with. Any other identity gets
 import atexit
 import hashlib
 import os
+import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -53,6 +54,10 @@ ANSWER_POLL_S = 1.0   # an answer given to another server is seen this soon
 _NOT_FOUND = "Failed to retrieve task: Task not found"
 
 Handler = Callable[[Any, types.CallToolRequestParams], Awaitable[Any]]
+# Typed names for the untyped helpers this module shares with the call path.
+_clean_event: Callable[[Any], Any] = clean_event
+_utf8_safe: Callable[[Any], Any] = results.utf8_safe
+_within_budget: Callable[[Any, Any, Any], Any] = _budget
 
 
 def declares_tasks(meta: Any) -> bool:
@@ -122,7 +127,7 @@ class _TaskSink:
         self._noted = 0.0
 
     def emit(self, event: Any) -> None:
-        event = clean_event(event)
+        event = _clean_event(event)
         if isinstance(event, Progress):
             self._note(f"{event.percent:g}%" + (
                 f": {event.message}" if event.message else ""))
@@ -306,7 +311,6 @@ class Tasks:
         arguments = dict(task.request.get("arguments") or {})
         version = task.request.get("version") or MODERN_VERSIONS[-1]
         answers: dict[str, Any] = {}
-        rounds = int(task.request.get("round") or 0)
         while True:
             try:
                 argv = call_argv(spec, _merge(arguments, answers, None,
@@ -325,30 +329,33 @@ class Tasks:
             needed = _input_needed(result)
             form = None if needed is None else self._form(needed, schema)
             if needed is None or form is None:
-                if needed is not None:
-                    reply["content"].append(results.acor_text(
-                        "input_needed", results.input_needed_text(
-                            spec.name, needed, arguments if schema else None,
-                            person=True, command=["acor", spec.name, *argv])))
+                if needed is not None:  # only a person may answer it
+                    _add_text(reply, results.input_needed_text(
+                        spec.name, needed, arguments if schema else None,
+                        person=True, command=["acor", spec.name, *argv]))
                 store.set_status(task.id, "completed", _summary(result),
-                                 result=results.utf8_safe(reply))
+                                 result=_utf8_safe(reply))
                 return
-            rounds += 1
-            got = self._ask(task.id, needed, form, rounds, cancel)
-            if got is None:
-                store.set_status(task.id, "cancelled", "cancelled")
-                return
-            if got.get("action") != "accept":
-                reply["content"].append(results.acor_text(
-                    "input_needed", "The question was not answered; the "
-                    "tool was not run again."))
-                store.set_status(task.id, "completed", "not answered",
-                                 result=results.utf8_safe(reply))
+            got = self._ask(task.id, needed, form, cancel)
+            if got is None or got.get("action") != "accept":
+                self._unanswered(task.id, reply, got)
                 return
             content = got.get("content") or {}
             answers.update({name: content[name] for name in
                             form["properties"] if content.get(name)
                             is not None})
+
+    def _unanswered(self, task_id: str, reply: dict[str, Any],
+                    got: dict[str, Any] | None) -> None:
+        """The question was declined or dismissed (completed, saying so),
+        or the task cancelled while it waited."""
+        if got is None:
+            self.store().set_status(task_id, "cancelled", "cancelled")
+            return
+        _add_text(reply, "The question was not answered; the tool was not "
+                  "run again.")
+        self.store().set_status(task_id, "completed", "not answered",
+                                result=_utf8_safe(reply))
 
     def _form(self, needed: InputNeeded,
               schema: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -363,11 +370,12 @@ class Tasks:
         return form
 
     def _ask(self, task_id: str, needed: InputNeeded, form: dict[str, Any],
-             rounds: int, cancel: Cancel) -> dict[str, Any] | None:
+             cancel: Cancel) -> dict[str, Any] | None:
         """Set the task ``input_required`` and wait for the answer (given
         to any server of this store), or None when cancelled."""
         store = self.store()
-        key = f"{','.join(form['properties'])}#{rounds}"
+        # Unique over the task's life, across servers taking it over.
+        key = f"{','.join(form['properties'])}#{secrets.token_hex(4)}"
         message = strip_terminal(needed.message or "The tool needs input.")
         store.set_status(task_id, "input_required", message[:500],
                          input_requests={key: {
@@ -394,7 +402,7 @@ class Tasks:
         sink = _TaskSink(self.store(), task_id)
         result = self._run_tool(spec, argv, registry=registry,
                                 timeout=self.timeout,
-                                sink=_budget(sink, spec, registry),
+                                sink=_within_budget(sink, spec, registry),
                                 cancel=cancel, keep_events=False,
                                 person=True)
         if result.events is None:
@@ -449,6 +457,10 @@ def _input_needed(result: Any) -> InputNeeded | None:
         return None
     found = [e for e in result.events if isinstance(e, InputNeeded)]
     return found[-1] if found else None
+
+
+def _add_text(reply: dict[str, Any], text: str) -> None:
+    reply["content"].append(results.acor_text("input_needed", text))
 
 
 def _summary(result: Any) -> str:

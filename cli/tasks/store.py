@@ -164,8 +164,9 @@ class TaskStore:
         """A new working task, committed (a ``get`` finds it) before this
         returns, leased to ``server``."""
         now = time.time()
-        task = Task(id=task_id or new_id(), owner=owner, tool=tool, request=request,
-                    status="working", message="The run is starting.",
+        task = Task(id=task_id or new_id(), owner=owner, tool=tool,
+                    request=request, status="working",
+                    message="The run is starting.",
                     created=now, updated=now, ttl_ms=ttl_ms, poll_ms=poll_ms,
                     result=None, error=None, input_requests=None,
                     input_responses=None, cancel=0, resumable=int(resumable),
@@ -292,5 +293,6 @@ def _column(name: str, value: Any) -> Any:
 
 def _task(row: tuple[Any, ...]) -> Task:
     values = {name: (json.loads(value) if name in _JSON and value is not None
-                     else value) for name, value in zip(_COLUMNS, row)}
+                     else value) for name, value in zip(_COLUMNS, row,
+                                                     strict=True)}
     return Task(**values)
