@@ -36,7 +36,7 @@ DEFAULT_VERSION = "1.0.0"
 # cli.main dispatches these itself, so a tool with such a name is unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
-                      "export"})
+                      "export", "tasks"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
 
 

@@ -173,6 +173,9 @@ class Tasks:
         self._answered: dict[str, threading.Event] = {}
         self._keeper: LeaseKeeper | None = None
         self._threads: list[threading.Thread] = []
+        # Set when this server stops: a run ended by it is left to the
+        # server that takes the task over, not marked cancelled.
+        self._closing = threading.Event()
 
     # -- the store and its keeper -------------------------------------------
 
@@ -193,6 +196,7 @@ class Tasks:
     def shutdown(self) -> None:
         """Stop every run of ours and end our leases: another server takes
         the tasks over at once (a resumable one resumes)."""
+        self._closing.set()
         if self._keeper is not None:
             self._keeper.stop()
         for cancel in list(self._cancels.values()):
@@ -312,14 +316,13 @@ class Tasks:
         version = task.request.get("version") or MODERN_VERSIONS[-1]
         answers: dict[str, Any] = {}
         while True:
-            try:
-                argv = call_argv(spec, _merge(arguments, answers, None,
-                                              schema))
-            except UsageError as exc:
-                store.set_status(task.id, "completed", "completed",
-                                 result=results.usage_result(spec.name, exc))
+            argv = self._argv(task.id, spec, _merge(arguments, answers,
+                                                    None, schema))
+            if argv is None:
                 return
             result = self._run_once(task.id, spec, argv, registry, cancel)
+            if self._closing.is_set():
+                return  # our lease ends now: the next server resumes it
             if cancel.is_set() and result.state == "cancelled":
                 store.set_status(task.id, "cancelled", "cancelled")
                 return
@@ -340,10 +343,20 @@ class Tasks:
             if got is None or got.get("action") != "accept":
                 self._unanswered(task.id, reply, got)
                 return
-            content = got.get("content") or {}
-            answers.update({name: content[name] for name in
-                            form["properties"] if content.get(name)
-                            is not None})
+            answers.update(_accepted(got, form))
+
+    def _argv(self, task_id: str, spec: Any,
+              values: dict[str, Any]) -> list[str] | None:
+        """The run's argv, or None: the task completed with the usage
+        result (answers that do not fit the tool)."""
+        try:
+            argv: list[str] = call_argv(spec, values)
+        except UsageError as exc:
+            self.store().set_status(
+                task_id, "completed", "completed",
+                result=results.usage_result(spec.name, exc))
+            return None
+        return argv
 
     def _unanswered(self, task_id: str, reply: dict[str, Any],
                     got: dict[str, Any] | None) -> None:
@@ -457,6 +470,16 @@ def _input_needed(result: Any) -> InputNeeded | None:
         return None
     found = [e for e in result.events if isinstance(e, InputNeeded)]
     return found[-1] if found else None
+
+
+def _accepted(got: dict[str, Any], form: dict[str, Any]) -> dict[str, Any]:
+    """An accepted form's values for the fields asked (blank ones left
+    out)."""
+    content = got.get("content")
+    if not isinstance(content, dict):
+        return {}
+    return {name: content[name] for name in form["properties"]
+            if content.get(name) is not None}
 
 
 def _add_text(reply: dict[str, Any], text: str) -> None:
