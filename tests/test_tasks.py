@@ -386,3 +386,27 @@ def test_doctor_names_the_task_store(tasks_project):
     assert store["path"].endswith(os.path.join(".acor", "state",
                                                "tasks.sqlite3"))
     assert "SQLite" in store["kind"]
+
+
+def test_a_server_that_stops_cleanly_hands_its_task_to_the_next(
+        tasks_project, tmp_path):
+    go, log = tmp_path / "go", tmp_path / "log"
+    first = Raw(tasks_project)
+    created = first.call("steps", {"go": str(go), "log": str(log)})["result"]
+    wait_for(lambda: "checkpoint" in (first.get(created["taskId"])
+                                      ["result"].get("statusMessage")
+                                      or ""), "a checkpoint")
+    first.close()  # stdin closed: the server stops its run, ends its lease
+    assert first.proc.returncode == 0
+    listed = json.loads(tasks_project.run("tasks", "--format",
+                                          "json").stdout)["tasks"]
+    # Left working, for the next server: not cancelled, not failed.
+    assert [t["status"] for t in listed] == ["working"], listed
+    go.touch()
+    second = Raw(tasks_project)
+    try:
+        done = second.until(created["taskId"], "completed", "failed")
+        assert done["status"] == "completed", done
+        assert done["result"]["structuredContent"]["resumed_from"] > 0
+    finally:
+        second.close()

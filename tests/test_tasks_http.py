@@ -7,7 +7,8 @@ import httpx2
 import pytest
 
 from test_mcp_http import Served
-from test_tasks import EXT, LIMIT, SLOW, SLOW_ARGS, Raw, meta, wait_for
+from test_tasks import (EXT, LIMIT, SLOW, SLOW_ARGS, STEPS, STEPS_ARGS, Raw,
+                        meta, wait_for)
 
 TOKEN_A = "a" * 8 + "-token-of-alice-0123456789"
 TOKEN_B = "b" * 8 + "-token-of-bob-012345678901"
@@ -61,6 +62,7 @@ class Http:
 @pytest.fixture
 def http_project(project):
     project.add_tool("slow", SLOW, args=SLOW_ARGS, task="optional")
+    project.add_tool("steps", STEPS, args=STEPS_ARGS, task="optional")
     return project
 
 
@@ -131,5 +133,29 @@ def test_a_task_is_not_found_by_another_token_or_the_stdio_user(
     try:
         assert Http(served, TOKEN_A).get(created["taskId"])["result"][
             "status"] == "completed"
+    finally:
+        served.stop()
+
+
+def test_a_stopped_replica_hands_its_task_to_the_next(http_project,
+                                                       tmp_path):
+    go, log = tmp_path / "go", tmp_path / "log"
+    served = serve(http_project, TOKEN_A)
+    try:
+        client = Http(served, TOKEN_A)
+        created = client.call("steps", {"go": str(go),
+                                        "log": str(log)})["result"]
+        wait_for(lambda: "checkpoint" in (client.get(created["taskId"])
+                                          ["result"].get("statusMessage")
+                                          or ""), "a checkpoint")
+    finally:
+        served.stop()  # SIGTERM: its runs stopped, its leases ended
+    go.touch()
+    served = serve(http_project, TOKEN_A)
+    try:
+        done = Http(served, TOKEN_A).until(created["taskId"], "completed",
+                                           "failed")
+        assert done["status"] == "completed", done
+        assert done["result"]["structuredContent"]["resumed_from"] > 0
     finally:
         served.stop()

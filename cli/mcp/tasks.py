@@ -21,7 +21,8 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -497,6 +498,7 @@ def install(server: Any, catalog: Any, run: Callable[..., Any],
     ``server/discover``."""
     plain = server.get_request_handler("tools/call").handler
     tasks = Tasks(catalog, run, timeout, plain)
+    server.lifespan = _stopping_tasks(server.lifespan, tasks)
 
     async def discover(ctx: Any, params: Any) -> types.DiscoverResult:
         return types.DiscoverResult(
@@ -520,6 +522,24 @@ def install(server: Any, catalog: Any, run: Callable[..., Any],
     # died takes its tasks over without waiting for a request.
     threading.Thread(target=_open_quietly, args=(tasks,), daemon=True,
                      name="acor-task-store").start()
+
+
+def _stopping_tasks(lifespan: Callable[[Any], Any], tasks: Tasks
+                    ) -> Callable[[Any], Any]:
+    """``lifespan`` (the server's: entered once around the stdio session,
+    or around the HTTP session manager's run) that stops this server's
+    task runs and ends its leases when it ends, before the warm start is
+    closed (which kills the tools it forked): the next server takes the
+    tasks over instead of finding them failed."""
+    @asynccontextmanager
+    async def wrapped(server: Any) -> AsyncIterator[Any]:
+        try:
+            async with lifespan(server) as state:
+                yield state
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(tasks.shutdown)
+    return wrapped
 
 
 def _open_quietly(tasks: Tasks) -> None:
