@@ -159,3 +159,55 @@ def test_a_stopped_replica_hands_its_task_to_the_next(http_project,
         assert done["result"]["structuredContent"]["resumed_from"] > 0
     finally:
         served.stop()
+
+
+def test_named_tokens_are_told_apart_and_keep_their_tasks(http_project,
+                                                          tmp_path):
+    """One server, a token file of two named holders: each request is
+    logged with its holder's name, and one holder's task is not found by
+    the other."""
+    token_file = tmp_path / "tokens"
+    token_file.write_text(f"# the team\nalice: {TOKEN_A}\n\nbob: {TOKEN_B}\n")
+    token_file.chmod(0o600)
+    go = tmp_path / "go"
+    go.touch()
+    served = Served(http_project, "--token-file", str(token_file))
+    try:
+        alice, bob = Http(served, TOKEN_A), Http(served, TOKEN_B)
+        created = alice.call("slow", {"go": str(go)})["result"]
+        assert alice.until(created["taskId"], "completed")["result"][
+            "isError"] is False
+        answer = bob.get(created["taskId"])
+        assert answer["error"]["code"] == -32602
+        assert "completed" not in str(answer)
+        wrong = httpx2.post(served.url, headers={
+            "Authorization": "Bearer " + "c" * 32}, json={})
+        assert wrong.status_code == 401
+        wait_for(lambda: any("from bob" in line for line in served.err),
+                 "bob's request logged")
+        assert any("from alice" in line for line in served.err)
+        assert not any(TOKEN_A in line or TOKEN_B in line
+                       for line in served.err)
+    finally:
+        served.stop()
+
+
+@pytest.mark.parametrize("text, says", [
+    ("alice: short\n", "at least 16"),
+    (f"alice: {TOKEN_A}\nalice: {TOKEN_B}\n", "twice"),
+    (f"alice: {TOKEN_A}\nbob: {TOKEN_A}\n", "a token of its own"),
+    (f"al ice: {TOKEN_A}\n", "NAME: TOKEN")])
+def test_a_bad_named_token_file_refuses_to_start(http_project, tmp_path,
+                                                 text, says):
+    import subprocess
+    import sys
+    token_file = tmp_path / "tokens"
+    token_file.write_text(text)
+    token_file.chmod(0o600)
+    done = subprocess.run(
+        [sys.executable, "-m", "acor", "mcp", "--http", "--port", "0",
+         "--token-file", str(token_file)], cwd=http_project.root,
+        env=http_project.env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert says in done.stderr + done.stdout
+    assert TOKEN_A not in done.stderr + done.stdout

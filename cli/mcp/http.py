@@ -36,7 +36,6 @@ checked, and errors reported, before the SDK is imported.
 from __future__ import annotations
 
 import contextlib
-import hmac
 import ipaddress
 import os
 import signal
@@ -46,15 +45,14 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from acor.cli.mcp.tokens import MAKE_TOKEN, SHARED, holder, named_tokens
 from acor.cli.run.own_secrets import TOKEN_VAR as TOKEN_ENV, keep_private
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 PATH = "/mcp"
-MIN_TOKEN = 16          # characters a bearer token needs at least
 GRACE = 2.0             # seconds a call in flight gets when the server stops
 BACKLOG = 1024
-MAKE_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 _LOOPBACK_NAMES = ("localhost", "ip6-localhost", "ip6-loopback")
 
 
@@ -187,11 +185,7 @@ def _token(token_file: str | None, env) -> str | None:
         if not token:
             return None
         where = TOKEN_ENV
-    if len(token) < MIN_TOKEN or not token.isprintable() \
-            or any(c.isspace() for c in token):
-        raise ValueError(f"{where} must hold one token of at least "
-                         f"{MIN_TOKEN} printable characters and no spaces; "
-                         f"make one with `{MAKE_TOKEN}`")
+    named_tokens(token, where)  # one token, or NAME: TOKEN lines
     return token
 
 
@@ -219,19 +213,23 @@ def allowed_origins(options: HttpOptions) -> list[str]:
 
 
 class TokenVerifier:
-    """The SDK's TokenVerifier for one shared secret, compared in constant
-    time. Every holder of the token is one principal, "acor-token"."""
+    """The SDK's TokenVerifier for the token file's (or variable's)
+    tokens, compared in constant time: one shared token is one principal,
+    "acor-token"; named tokens are one principal each, and the log says
+    which name each request came with (:mod:`acor.cli.mcp.tokens`)."""
 
     def __init__(self, token: str) -> None:
-        self._token = token.encode()
+        self._tokens = named_tokens(token, "the token")
 
     async def verify_token(self, token: str):
         from mcp.server.auth.provider import AccessToken
-        if hmac.compare_digest(token.encode("utf-8", "replace"),
-                               self._token):
-            return AccessToken(token="<redacted>", client_id="acor-token",
-                               scopes=[])
-        return None
+        name = holder(self._tokens, token)
+        if name is None:
+            return None
+        if name != SHARED:
+            print(f"acor mcp: a request from {name}", file=sys.stderr,
+                  flush=True)
+        return AccessToken(token="<redacted>", client_id=name, scopes=[])
 
 
 def make_app(options: HttpOptions, ready=None):
