@@ -18,7 +18,7 @@ from acor import exitcodes
 from acor.cli.errors import LauncherError, unknown_tool
 from acor.cli.commands.context import command_registry
 from acor.cli.package_data import SCHEMAS, schema_text
-from acor.cli.tasks.store import store_path
+from acor.cli.tasks import STORE_KIND, store_path
 from acor.cli.textsafe import printable, quote
 
 
@@ -126,7 +126,7 @@ def doctor_report(reg) -> dict:
     return {"config": config.path, "root": config.root,
             "tools_dirs": config.tools_dirs, "timeout": config.timeout,
             "state_dir": config.state_dir, "tools": len(reg.tools),
-            "task_store": {"kind": "embedded (SQLite, WAL)",
+            "task_store": {"kind": STORE_KIND,
                            "path": store_path(config.state_dir)},
             "trusted": trusted_paths(),
             "sandbox": _kernel_sandbox(reg.config),

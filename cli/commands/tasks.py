@@ -16,20 +16,25 @@ a task no live server holds is cancelled at once.
 import json
 import os
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from acor import exitcodes
 
 from acor.cli.commands.context import command_registry
-from acor.cli.tasks.store import Task, TaskStore, iso, store_path
+from acor.cli.tasks import store_path
+
+if TYPE_CHECKING:
+    from acor.cli.tasks.store import Task, TaskStore
 from acor.cli.textsafe import printable
 
 FORMATS = ("text", "json")
 
 
-def _store(ctx: click.Context) -> TaskStore | None:
+def _store(ctx: click.Context) -> "TaskStore | None":
+    # Here, not at the top: sqlite3 costs every cold command about 15 ms.
+    from acor.cli.tasks.store import TaskStore
     state_dir = command_registry(ctx).config.state_dir
     path = store_path(state_dir)
     return TaskStore(path) if os.path.exists(path) else None
@@ -50,7 +55,8 @@ def _age(seconds: float) -> str:
     return f"{seconds:.0f}s"
 
 
-def summary(task: Task) -> dict[str, Any]:
+def summary(task: "Task") -> dict[str, Any]:
+    from acor.cli.tasks.store import iso  # loaded by _store already
     return {"id": task.id, "status": task.status, "tool": task.tool,
             "created": iso(task.created), "updated": iso(task.updated),
             "server": task.server, "owner": task.owner,
@@ -58,7 +64,8 @@ def summary(task: Task) -> dict[str, Any]:
             "ttl_ms": task.ttl_ms, "resumable": bool(task.resumable)}
 
 
-def _find(ctx: click.Context, store: TaskStore | None, prefix: str) -> Task:
+def _find(ctx: click.Context, store: "TaskStore | None",
+          prefix: str) -> "Task":
     found = [] if store is None else \
         [task for task in store.all() if task.id.startswith(prefix)]
     if len(found) != 1:

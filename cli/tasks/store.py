@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-FILE_NAME = "tasks.sqlite3"
+from acor.cli.tasks import store_path as store_path  # re-exported
+
 STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
 BUSY_MS = 10_000  # how long a writer waits for another's transaction
@@ -100,10 +101,6 @@ def iso(moment: float) -> str:
 def new_id() -> str:
     """An unguessable task id: 128 random bits."""
     return secrets.token_hex(16)
-
-
-def store_path(state_dir: str) -> str:
-    return os.path.join(state_dir, FILE_NAME)
 
 
 class TaskStore:
