@@ -74,8 +74,11 @@ def identity(ctx: Any) -> str:
     request = getattr(ctx, "request", None)
     if request is None:
         return f"user:{os.getuid()}"
+    # The header counts only once the server verified it: a server without
+    # a token would otherwise bind tasks to whatever a client sends.
+    user = request.scope.get("user")
     auth = request.headers.get("authorization")
-    if not auth:
+    if not auth or not getattr(user, "is_authenticated", False):
         return "http:no-token"
     return "token:" + hashlib.sha256(auth.encode()).hexdigest()[:32]
 
