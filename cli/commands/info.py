@@ -18,7 +18,7 @@ from acor import exitcodes
 from acor.cli.errors import LauncherError, unknown_tool
 from acor.cli.commands.context import command_registry
 from acor.cli.package_data import SCHEMAS, schema_text
-from acor.cli.tasks import STORE_KIND, store_path
+from acor.cli.tasks.place import STORE_KIND, store_path
 from acor.cli.textsafe import printable, quote
 
 

@@ -23,7 +23,7 @@ import click
 from acor import exitcodes
 
 from acor.cli.commands.context import command_registry
-from acor.cli.tasks import store_path
+from acor.cli.tasks.place import store_path
 
 if TYPE_CHECKING:
     from acor.cli.tasks.store import Task, TaskStore

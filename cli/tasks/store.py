@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from acor.cli.tasks import store_path as store_path  # re-exported
+from acor.cli.tasks.place import store_path as store_path  # re-exported
 
 STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
