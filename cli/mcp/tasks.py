@@ -174,6 +174,9 @@ class Tasks:
         self._store: TaskStore | None = None
         self._open_lock = threading.Lock()
         self._cancels: dict[str, Cancel] = {}
+        # Guards _cancels: a Cancel is set only while its run holds it (a
+        # set() after close() could write into a reused descriptor).
+        self._runs_lock = threading.Lock()
         self._answered: dict[str, threading.Event] = {}
         self._keeper: LeaseKeeper | None = None
         self._threads: list[threading.Thread] = []
@@ -192,7 +195,7 @@ class Tasks:
                 self._store = TaskStore(store_path(state_dir))
                 self._keeper = LeaseKeeper(
                     self._store, self.server, self._take_over, self._stop,
-                    lambda: set(self._cancels))
+                    self._running)
                 self._keeper.start()
                 atexit.register(self.shutdown)
             return self._store
@@ -203,17 +206,23 @@ class Tasks:
         self._closing.set()
         if self._keeper is not None:
             self._keeper.stop()
-        for cancel in list(self._cancels.values()):
-            cancel.set()
+        with self._runs_lock:
+            for cancel in self._cancels.values():
+                cancel.set()
         for thread in self._threads:
             thread.join(timeout=10)
         if self._store is not None:
             self._store.release(self.server)
 
+    def _running(self) -> set[str]:
+        with self._runs_lock:
+            return set(self._cancels)
+
     def _stop(self, task_id: str) -> None:
-        cancel = self._cancels.get(task_id)
-        if cancel is not None:
-            cancel.set()
+        with self._runs_lock:
+            cancel = self._cancels.get(task_id)
+            if cancel is not None:
+                cancel.set()
         event = self._answered.get(task_id)
         if event is not None:
             event.set()
@@ -223,8 +232,9 @@ class Tasks:
         session's last checkpoint; any other ends failed, saying why."""
         store = self.store()
         if task.resumable and not task.cancel:
-            store.note(task.id, f"resumed by {self.server} from its last "
-                       "checkpoint")
+            store.set_status(task.id, "working", f"resumed by {self.server} "
+                             "from its last checkpoint", input_requests=None,
+                             input_responses=None)
             self._start(task)
             return
         if task.cancel:
@@ -280,7 +290,8 @@ class Tasks:
         return task
 
     def _start(self, task: Task) -> None:
-        self._cancels[task.id] = Cancel()
+        with self._runs_lock:
+            self._cancels[task.id] = Cancel()
         self._answered[task.id] = threading.Event()
         thread = threading.Thread(target=self._execute, args=(task,),
                                   name=f"acor-task-{task.id[:8]}",
@@ -305,9 +316,10 @@ class Tasks:
             store.set_status(task.id, "failed", message, error={
                 "code": types.INTERNAL_ERROR, "message": message})
         finally:
-            self._cancels.pop(task.id, None)
+            with self._runs_lock:
+                self._cancels.pop(task.id, None)
+                cancel.close()
             self._answered.pop(task.id, None)
-            cancel.close()
 
     def _drive(self, task: Task, cancel: Cancel) -> None:
         store = self.store()
