@@ -30,6 +30,14 @@ ROWS = (
      "a trivial tool run in process through the warm start", 0.015, "ms"),
     ("http_50_clients", "MCP over HTTP, 50 clients at once", "", 5.0, "ms"),
 )
+# bench/tasks_bench.py: MCP tasks on the embedded store.
+TASK_ROWS = (
+    ("task_create", "MCP task created", "`tools/call` -> the task handle, "
+     "committed to the embedded store", 0.02, "ms"),
+    ("task_get", "MCP tasks/get", "`tasks/get` of a finished task", 0.005,
+     "ms"),
+    ("task_overhead", "MCP task vs plain call", "", 3.0, "x"),
+)
 
 
 def mcp_rows():
@@ -42,7 +50,9 @@ def mcp_rows():
         return [skipped(name, measured, _shown(target, unit), unit, why)
                 for _, name, measured, target, unit in ROWS]
     module = importlib.import_module("mcp_bench")
-    return [_row(module, *row) for row in ROWS]
+    tasks = importlib.import_module("tasks_bench")
+    return [_row(module, *row) for row in ROWS] + \
+        [_row(tasks, *row) for row in TASK_ROWS]
 
 
 def _shown(seconds, unit):

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
-                      "export", "lock", "install"})
+                      "export", "lock", "install", "tasks"})
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config",
            "--max-output": "max_output"}

@@ -34,6 +34,7 @@ from acor.cli.commands.sessions import sessions
 from acor.cli.discovery.config import ConfigError
 from acor.cli.errors import LauncherError, UsageError, config_error
 from acor.cli.output.formats import FORMATS, report
+from acor.cli.commands.tasks import tasks
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -206,6 +207,7 @@ def help_command(ctx: click.Context, topic: tuple[str, ...]) -> None:
 
 export_group.add_command(export_plugin)
 cli.add_command(sessions)
+cli.add_command(tasks)
 for _command in (info.list_tools, info.show, info.doctor, info.schema,
                  call_command, check_command, new_command, mcp_command,
                  export_group, lock_command, install_command):

@@ -21,6 +21,7 @@ from acor.cli.errors import LauncherError, unknown_tool
 from acor.cli.output.jsonline import json_line
 from acor.cli.package_data import SCHEMAS, install_line, schema_text
 from acor.cli.sandbox.kernel import offers, protections
+from acor.cli.tasks.place import STORE_KIND, store_path
 from acor.cli.textsafe import printable, quote
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -133,6 +134,8 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     return {"config": config.path, "root": config.root,
             "tools_dirs": config.tools_dirs, "timeout": config.timeout,
             "state_dir": config.state_dir, "tools": len(reg.tools),
+            "task_store": {"kind": STORE_KIND,
+                           "path": store_path(config.state_dir)},
             "trusted": trusted_paths(),
             "sandbox": _kernel_sandbox(reg.config),
             "warnings": warnings,
@@ -171,6 +174,8 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         click.echo(f"root:       {quote(data['root'])}")
         click.echo("tools dirs: " + ", ".join(map(quote, data["tools_dirs"])))
         click.echo(f"timeout:    {data['timeout']:g} s")
+        click.echo(f"tasks:      {data['task_store']['kind']}: "
+                   f"{quote(data['task_store']['path'])}")
         box = data["sandbox"]
         click.echo(f"sandbox:    {box['mode']}; kernel: Landlock "
                    + (f"ABI {box['landlock']}" if box["landlock"] else

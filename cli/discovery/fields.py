@@ -69,6 +69,8 @@ _COMMON: dict[str, Rule] = {
     "max_output": (False, _size, "a number of bytes: 0 (no limit) or from "
                    "4096 to 1099511627776"),
     "usage": (False, lambda v: isinstance(v, str), "a string"),
+    "task": (False, lambda v: v in ("optional", "required"),
+             '"optional" or "required" (run as an MCP task)'),
     "args": (False, lambda v: isinstance(v, dict),
              'a JSON Schema object, e.g. {"type": "object", "properties": '
              '{...}}'),

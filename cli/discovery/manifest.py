@@ -50,7 +50,7 @@ DEFAULT_VERSION = "1.0.0"
 # unreachable.
 RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
                       "call", "schema", "new", "check", "mcp",
-                      "export", "lock", "install"})
+                      "export", "lock", "install", "tasks"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
 
 
@@ -103,7 +103,7 @@ def _acor(folder: str, manifest: str, data: dict[str, Any],
         description=data["description"], kind="acor", path=folder,
         manifest_path=manifest, argv=argv, timeout=data.get("timeout"),
         idle_timeout=data.get("idle_timeout"), usage=_usage(data),
-        max_output=data.get("max_output"),
+        max_output=data.get("max_output"), task=data.get("task"),
         errors={}, cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
         args_schema=data.get("args"), args_public=_public(data),
         stdin=data.get("stdin", False),
@@ -132,7 +132,7 @@ def _wrapped(path: str, data: dict[str, Any], warnings: list[str],
         description=data["description"], kind="wrapped", path=path,
         manifest_path=path, argv=command, timeout=data.get("timeout"),
         idle_timeout=data.get("idle_timeout"), usage=_usage(data),
-        max_output=data.get("max_output"),
+        max_output=data.get("max_output"), task=data.get("task"),
         progress_pattern=pattern, errors=data.get("errors", {}),
         cwd_mode=data.get("cwd", "invocation"), warnings=warnings,
         args_schema=data.get("args"), args_public=_public(data),

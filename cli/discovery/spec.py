@@ -37,7 +37,7 @@ class ToolSpec(Record):
              "progress_pattern", "errors", "cwd_mode", "warnings",
              "args_schema", "args_public", "stdin", "examples",
              "annotations", "origin", "warm", "max_output", "sandbox",
-             "output_schema")
+             "output_schema", "task")
 
     name: str
     version: Optional[str]
@@ -61,6 +61,8 @@ class ToolSpec(Record):
     warm: Optional[bool]
     max_output: Optional[int]
     sandbox: Optional[dict[str, Any]]
+    output_schema: Optional[dict[str, Any]]
+    task: Optional[str]        # "optional" or "required": an MCP task
 
     @property
     def args_schema(self) -> Any:
@@ -74,31 +76,6 @@ class ToolSpec(Record):
                 value = _args_in(self.manifest_path)
             self.__dict__["args_schema"] = value
         return value
-
-    # What each field holds, for the type checker: the values live in the
-    # instance's __dict__ (see Record), so these declare, never assign.
-    name: str
-    version: str
-    description: str
-    kind: str                       # "acor" or "wrapped"
-    path: str
-    manifest_path: str
-    argv: list[str]
-    timeout: float | None
-    idle_timeout: float | None
-    usage: str
-    progress_pattern: str | None
-    errors: dict[str, Any]
-    cwd_mode: str                   # "invocation" or "project"
-    warnings: list[str]
-    args_public: dict[str, Any] | None
-    stdin: bool
-    examples: list[Any] | None
-    annotations: dict[str, Any] | None
-    origin: str | None
-    warm: bool
-    max_output: int | None
-    sandbox: str | None
 
 
 def _args_in(manifest_path):

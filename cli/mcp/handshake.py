@@ -34,6 +34,9 @@ _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # What the SDK's low-level server advertises with a tools handler only.
 _CAPABILITIES = {"tools": {"listChanged": False}}
+# At 2026-07-28 only: the Tasks extension (acor.cli.mcp.tasks).
+_EXTENSIONS: dict[str, dict[str, object]] = {
+    "io.modelcontextprotocol/tasks": {}}
 _SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE,
                 "version": __version__}
 
@@ -94,8 +97,9 @@ def _discover_result(params: dict[str, Any]) -> dict[str, Any] | None:
             and set(params) <= {"_meta"}):
         return None
     return {"supportedVersions": list(MODERN_VERSIONS),
-            "capabilities": _CAPABILITIES, "instructions": INSTRUCTIONS,
-            "resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+            "capabilities": {**_CAPABILITIES, "extensions": _EXTENSIONS},
+            "instructions": INSTRUCTIONS, "resultType": "complete",
+            "ttlMs": 0, "cacheScope": "private",
             "_meta": {_SERVER_INFO_KEY: dict(_SERVER_INFO)}}
 
 

@@ -33,7 +33,6 @@ uvicorn's supervisor writes on the pipe a spawned worker reads once (see
 
 import asyncio
 import contextlib
-import hmac
 import secrets
 import signal
 import socket
@@ -67,6 +66,7 @@ from acor.cli.mcp.http_options import (PATH, HttpOptions, allowed_hosts,
                                        allowed_origins)
 from acor.cli.mcp.server import build_server
 from acor.cli.mcp.start import fail
+from acor.cli.mcp.tokens import SHARED, holder, named_tokens
 from acor.cli.mcp.tools import Catalog
 from acor.cli.run.own_secrets import keep_private
 from acor.cli.run.warm import WarmStarter
@@ -76,18 +76,22 @@ BACKLOG = 1024
 
 
 class TokenVerifier:
-    """The SDK's TokenVerifier for one shared secret, compared in constant
-    time. Every holder of the token is one principal, "acor-token"."""
+    """The SDK's TokenVerifier for the token file's (or variable's)
+    tokens, compared in constant time: one shared token is one principal,
+    "acor-token"; named tokens are one principal each, and the log says
+    which name each request came with (:mod:`acor.cli.mcp.tokens`)."""
 
     def __init__(self, token: str) -> None:
-        self._token = token.encode()
+        self._tokens = named_tokens(token, "the token")
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        if hmac.compare_digest(token.encode("utf-8", "replace"),
-                               self._token):
-            return AccessToken(token="<redacted>", client_id="acor-token",
-                               scopes=[])
-        return None
+        name = holder(self._tokens, token)
+        if name is None:
+            return None
+        if name != SHARED:
+            print(f"acor mcp: a request from {name}", file=sys.stderr,
+                  flush=True)
+        return AccessToken(token="<redacted>", client_id=name, scopes=[])
 
 
 def make_app(options: HttpOptions,

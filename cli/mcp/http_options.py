@@ -17,13 +17,12 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from acor.cli.mcp.tokens import MAKE_TOKEN, named_tokens
 from acor.cli.run.own_secrets import TOKEN_VAR as TOKEN_ENV
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 PATH = "/mcp"
-MIN_TOKEN = 16          # characters a bearer token needs at least
-MAKE_TOKEN = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))'"
 _LOOPBACK_NAMES = ("localhost", "ip6-localhost", "ip6-loopback")
 
 
@@ -157,11 +156,7 @@ def _token(token_file: str | None, env: Mapping[str, str]) -> str | None:
         if not token:
             return None
         where = TOKEN_ENV
-    if len(token) < MIN_TOKEN or not token.isprintable() \
-            or any(c.isspace() for c in token):
-        raise ValueError(f"{where} must hold one token of at least "
-                         f"{MIN_TOKEN} printable characters and no spaces; "
-                         f"make one with `{MAKE_TOKEN}`")
+    named_tokens(token, where)  # one token, or NAME: TOKEN lines
     return token
 
 

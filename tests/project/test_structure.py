@@ -136,6 +136,7 @@ LAYERS = (
     ("sandbox", ("acor.cli.sandbox",)),
     ("discovery", ("acor.cli.discovery",)),
     ("run", ("acor.cli.run",)),
+    ("tasks", ("acor.cli.tasks",)),
     ("terminal", ("acor.cli.terminal",)),
     ("mcp", ("acor.cli.mcp",)),
     ("commands", ("acor.cli.commands",)),

@@ -1,0 +1,118 @@
+"""MCP tasks for `make bench` (bench/mcp_rows.py shows them): raw JSON-RPC
+lines to a real `acor mcp` at 2026-07-28, with the embedded store (SQLite
+under the project's state dir).
+
+* task_create: `tools/call` of a task tool -> the `resultType: "task"`
+  answer read (the task committed to the store first).
+* task_get: one `tasks/get` of a finished task -> its answer read.
+* task_overhead: a trivial tool's result had through a task (create, then
+  `tasks/get` at once and again until it is completed) against the same
+  tool called plainly, in alternating rounds.
+"""
+
+import os
+import subprocess
+import tempfile
+import time
+
+from harness import Result, alternate, ratio_result
+from mcp_bench import ACOR, QUICK, _env, _ping_project, _Session
+
+ROUNDS = 10 if QUICK else 40
+EXT = "io.modelcontextprotocol/tasks"
+
+
+def _meta(tasks: bool) -> dict:
+    return {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities":
+                {"extensions": {EXT: {}}} if tasks else {},
+            "io.modelcontextprotocol/clientInfo": {"name": "acor-bench",
+                                                   "version": "1"}}
+
+
+class _Modern(_Session):
+    def ask(self, method, params, tasks=True) -> dict:
+        return self.request(method, {**params, "_meta": _meta(tasks)})
+
+
+def _open(work) -> _Modern:
+    root = _ping_project(work)
+    manifest = os.path.join(root, "tools", "ping", "manifest.json")
+    with open(manifest) as f:
+        text = f.read()
+    with open(manifest, "w") as f:
+        f.write(text.replace('"entry"', '"task": "optional", "entry"'))
+    process = subprocess.Popen([ACOR, "mcp"], cwd=root, env=_env(work),
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE)
+    session = _Modern(process)
+    session.ask("server/discover", {})
+    return session
+
+
+def _until_done(session, task_id) -> dict:
+    while True:
+        task = session.ask("tasks/get", {"taskId": task_id})
+        if task["status"] not in ("working", "input_required"):
+            return task
+
+
+def _measure():
+    create, get = [], []
+    with tempfile.TemporaryDirectory(prefix="acor-tasks-bench-") as work:
+        session = _open(work)
+        try:
+            for _ in range(ROUNDS):
+                started = time.perf_counter()
+                task = session.ask("tools/call", {"name": "ping",
+                                                  "arguments": {}})
+                create.append(time.perf_counter() - started)
+                _until_done(session, task["taskId"])
+                started = time.perf_counter()
+                session.ask("tasks/get", {"taskId": task["taskId"]})
+                get.append(time.perf_counter() - started)
+        finally:
+            session.close()
+    return create, get
+
+
+_MEASURED: dict = {}
+
+
+def task_create() -> list[float]:
+    if not _MEASURED:
+        _MEASURED["create"], _MEASURED["get"] = _measure()
+    return _MEASURED["create"]
+
+
+def task_get() -> list[float]:
+    if not _MEASURED:
+        _MEASURED["create"], _MEASURED["get"] = _measure()
+    return _MEASURED["get"]
+
+
+def task_overhead() -> Result:
+    with tempfile.TemporaryDirectory(prefix="acor-tasks-bench-") as work:
+        session = _open(work)
+
+        def through_a_task() -> float:
+            started = time.perf_counter()
+            task = session.ask("tools/call", {"name": "ping",
+                                              "arguments": {}})
+            _until_done(session, task["taskId"])
+            return time.perf_counter() - started
+
+        def plain() -> float:
+            started = time.perf_counter()
+            session.ask("tools/call", {"name": "ping", "arguments": {}},
+                        tasks=False)
+            return time.perf_counter() - started
+        try:
+            tasked, plainly = alternate(through_a_task, plain, ROUNDS,
+                                        warmup=3)
+        finally:
+            session.close()
+    return ratio_result(
+        "MCP task vs plain call", "a trivial tool's result through a task "
+        "(create, poll) / called plainly, median of per-round ratios",
+        tasked, plainly, 3.0)

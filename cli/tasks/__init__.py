@@ -1,0 +1,1 @@
+"""Tasks: long runs kept in a durable store, owned by a live server."""

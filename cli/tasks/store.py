@@ -1,0 +1,295 @@
+"""The embedded task store: one SQLite database (WAL) under the state dir.
+
+A task is a row: who created it (``owner``), the call it runs, its status
+and the payload of that status, and the lease of the server running it.
+Several servers may share one state dir (one per editor window, or the
+workers of ``acor mcp --http``), so every change is one transaction and a
+task changes hands only when its lease has expired
+(:meth:`TaskStore.claim_orphans`). The file is private to the user, like
+sessions: the folder 0700, the database 0600. No MCP here: the wire is
+:mod:`acor.cli.mcp.tasks`'s.
+"""
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from acor.cli.tasks.place import store_path as store_path  # re-exported
+
+STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+BUSY_MS = 10_000  # how long a writer waits for another's transaction
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    request TEXT NOT NULL,
+    status TEXT NOT NULL,
+    message TEXT,
+    created REAL NOT NULL,
+    updated REAL NOT NULL,
+    ttl_ms INTEGER,
+    poll_ms INTEGER NOT NULL,
+    result TEXT,
+    error TEXT,
+    input_requests TEXT,
+    input_responses TEXT,
+    cancel INTEGER NOT NULL DEFAULT 0,
+    resumable INTEGER NOT NULL DEFAULT 0,
+    checkpoint TEXT,
+    server TEXT,
+    lease_until REAL NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS tasks_lease ON tasks (status, lease_until);
+"""
+_COLUMNS = ("id", "owner", "tool", "request", "status", "message",
+            "created", "updated", "ttl_ms", "poll_ms", "result", "error",
+            "input_requests", "input_responses", "cancel", "resumable",
+            "checkpoint", "server", "lease_until")
+_JSON = frozenset({"request", "result", "error", "input_requests",
+                   "input_responses"})
+_ACTIVE = "status IN ('working', 'input_required')"
+
+
+@dataclass
+class Task:
+    """One row of the store, its JSON columns decoded."""
+
+    id: str
+    owner: str
+    tool: str
+    request: dict[str, Any]
+    status: str
+    message: str | None
+    created: float
+    updated: float
+    ttl_ms: int | None
+    poll_ms: int
+    result: dict[str, Any] | None
+    error: dict[str, Any] | None
+    input_requests: dict[str, Any] | None
+    input_responses: dict[str, Any] | None
+    cancel: int
+    resumable: int
+    checkpoint: str | None
+    server: str | None
+    lease_until: float
+
+    @property
+    def terminal(self) -> bool:
+        return self.status in TERMINAL
+
+    def expired(self, now: float) -> bool:
+        return self.ttl_ms is not None and \
+            now > self.created + self.ttl_ms / 1000
+
+
+def iso(moment: float) -> str:
+    """An ISO 8601 UTC timestamp, to the millisecond."""
+    return datetime.fromtimestamp(moment, timezone.utc).isoformat(
+        timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id() -> str:
+    """An unguessable task id: 128 random bits."""
+    return secrets.token_hex(16)
+
+
+class TaskStore:
+    """The tasks of one state dir. Thread-safe: one connection, one lock;
+    SQLite's own locking orders this process against the others."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        folder = os.path.dirname(path) or "."
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        # Created private before SQLite opens it: a task's arguments and
+        # result are the user's, like a session's checkpoints.
+        os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(path, timeout=BUSY_MS / 1000,
+                                   isolation_level=None,
+                                   check_same_thread=False)
+        self._db.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.executescript(_SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # -- reading ---------------------------------------------------------
+
+    def _rows(self, where: str, args: tuple[Any, ...] = ()) -> list[Task]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM tasks WHERE {where}",
+                args).fetchall()
+        return [_task(row) for row in rows]
+
+    def get(self, task_id: str, owner: str | None = None) -> Task | None:
+        """The task, or None when there is none by that id or it is not
+        ``owner``'s (None: any owner, for the person at the command line,
+        whose store this is)."""
+        found = self._rows("id = ?", (task_id,))
+        if not found or (owner is not None and found[0].owner != owner):
+            return None
+        return found[0]
+
+    def all(self) -> list[Task]:
+        return self._rows("1 ORDER BY created")
+
+    def held_by(self, server: str) -> list[Task]:
+        """The unfinished tasks ``server`` holds the lease of."""
+        return self._rows(f"server = ? AND {_ACTIVE}", (server,))
+
+    # -- writing ---------------------------------------------------------
+
+    def create(self, *, owner: str, tool: str, request: dict[str, Any],
+               ttl_ms: int | None, poll_ms: int, resumable: bool,
+               server: str, lease_s: float,
+               task_id: str | None = None) -> Task:
+        """A new working task, committed (a ``get`` finds it) before this
+        returns, leased to ``server``."""
+        now = time.time()
+        task = Task(id=task_id or new_id(), owner=owner, tool=tool,
+                    request=request, status="working",
+                    message="The run is starting.",
+                    created=now, updated=now, ttl_ms=ttl_ms, poll_ms=poll_ms,
+                    result=None, error=None, input_requests=None,
+                    input_responses=None, cancel=0, resumable=int(resumable),
+                    checkpoint=None, server=server,
+                    lease_until=now + lease_s)
+        values = [_column(name, getattr(task, name)) for name in _COLUMNS]
+        with self._lock:
+            self._db.execute(
+                f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(_COLUMNS))})", values)
+        return task
+
+    def _update(self, task_id: str, where: str, **fields: Any) -> bool:
+        fields["updated"] = time.time()
+        names = sorted(fields)
+        sets = ", ".join(f"{name} = ?" for name in names)
+        with self._lock:
+            cursor = self._db.execute(
+                f"UPDATE tasks SET {sets} WHERE id = ? AND {where}",
+                [_column(n, fields[n]) for n in names] + [task_id])
+        return cursor.rowcount == 1
+
+    def set_status(self, task_id: str, status: str, message: str | None,
+                   **payload: Any) -> bool:
+        """Move an unfinished task to ``status`` with its payload (result,
+        error, input_requests); a finished task never changes again."""
+        return self._update(task_id, _ACTIVE, status=status,
+                            message=message, **payload)
+
+    def note(self, task_id: str, message: str,
+             checkpoint: str | None = None) -> None:
+        """Progress or a heartbeat, as the task's statusMessage."""
+        fields: dict[str, Any] = {"message": message}
+        if checkpoint is not None:
+            fields["checkpoint"] = checkpoint
+        self._update(task_id, _ACTIVE, **fields)
+
+    def request_cancel(self, task_id: str) -> None:
+        self._update(task_id, _ACTIVE, cancel=1)
+
+    def answer(self, task_id: str, responses: dict[str, Any]) -> None:
+        """Keep the responses to the task's outstanding input requests;
+        any other key (never asked, already answered) is ignored."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                row = self._db.execute(
+                    "SELECT input_requests, input_responses FROM tasks "
+                    "WHERE id = ? AND status = 'input_required'",
+                    (task_id,)).fetchone()
+                if row is not None:
+                    asked = json.loads(row[0] or "{}")
+                    got = json.loads(row[1] or "{}")
+                    got.update({key: value for key, value in
+                                responses.items() if key in asked})
+                    self._db.execute(
+                        "UPDATE tasks SET input_responses = ?, updated = ? "
+                        "WHERE id = ?", (json.dumps(got), time.time(),
+                                         task_id))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def delete(self, task_id: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM tasks WHERE id = ?", (task_id,))
+
+    # -- leases ------------------------------------------------------------
+
+    def renew(self, server: str, lease_s: float) -> None:
+        """Extend the lease of every unfinished task ``server`` holds."""
+        with self._lock:
+            self._db.execute(
+                f"UPDATE tasks SET lease_until = ? WHERE server = ? AND "
+                f"{_ACTIVE}", (time.time() + lease_s, server))
+
+    def release(self, server: str) -> None:
+        """``server`` stops: its tasks' leases end now, so another server
+        takes them over at once instead of after the lease."""
+        with self._lock:
+            self._db.execute(
+                f"UPDATE tasks SET lease_until = 0 WHERE server = ? AND "
+                f"{_ACTIVE}", (server,))
+
+    def claim_orphans(self, server: str, lease_s: float) -> list[Task]:
+        """Take every unfinished task whose lease has expired (its server
+        died or stopped): never one a live server still renews. One
+        transaction, so two servers never claim the same task."""
+        now = time.time()
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                rows = self._db.execute(
+                    f"SELECT {', '.join(_COLUMNS)} FROM tasks WHERE "
+                    f"{_ACTIVE} AND lease_until < ?", (now,)).fetchall()
+                self._db.executemany(
+                    "UPDATE tasks SET server = ?, lease_until = ? WHERE "
+                    "id = ?", [(server, now + lease_s, row[0])
+                               for row in rows])
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        return [_task(row) for row in rows]
+
+    def purge_expired(self) -> list[str]:
+        """Delete every task past its TTL; their ids (a running one is
+        then stopped by the server holding it)."""
+        now = time.time()
+        expired = [task.id for task in self._rows("ttl_ms IS NOT NULL")
+                   if task.expired(now)]
+        with self._lock:
+            self._db.executemany("DELETE FROM tasks WHERE id = ?",
+                                 [(task_id,) for task_id in expired])
+        return expired
+
+
+def _column(name: str, value: Any) -> Any:
+    if name in _JSON and value is not None:
+        return json.dumps(value, separators=(",", ":"))
+    return value
+
+
+def _task(row: tuple[Any, ...]) -> Task:
+    values = {name: (json.loads(value) if name in _JSON and value is not None
+                     else value) for name, value in zip(_COLUMNS, row,
+                                                     strict=True)}
+    return Task(**values)
