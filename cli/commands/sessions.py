@@ -100,7 +100,7 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
         _fail(ctx, fmt, str(exc), "E_USAGE", _LIST_HINT)
     if clear_output:
         from acor._safefs import Unsafe
-        from acor.cli.output.budget import clear_outputs, output_dir
+        from acor.cli.output.spill import clear_outputs, output_dir
         where = output_dir(state_dir)
         try:
             removed = clear_outputs(state_dir, tool)

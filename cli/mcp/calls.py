@@ -368,8 +368,9 @@ def _budget(sink, spec, registry):
     """``sink`` within the tool's output budget (its manifest's
     max_output, else the config's, else the default; 0: none), its whole
     output spilled under the config's state dir."""
-    from acor.cli.output.budget import (DEFAULT_MAX_OUTPUT, Budget,
-                                        mcp_cost, output_dir)
+    from acor.cli.mcp.results import mcp_cost
+    from acor.cli.output.budget import DEFAULT_MAX_OUTPUT, Budget
+    from acor.cli.output.spill import output_dir
     config = getattr(registry, "config", None)
     limit = spec.max_output
     if limit is None:

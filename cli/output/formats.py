@@ -17,6 +17,7 @@ import os
 import sys
 import time
 
+from acor.cli.output.cost import RESULT_RESERVE, Cost, shown_stderr
 from acor.cli.output.jsonline import event_line, json_encoders
 from acor.cli.textsafe import StreamCleaner, clean_event, clean_value
 
@@ -147,6 +148,24 @@ class MarkdownSink(_Format):
         write_all(self.out, text.encode("utf-8", "replace"))
 
 
+class MarkdownCost(Cost):
+    """A section as Markdown writes it, its blank line included. The
+    tool's stderr goes to acor's stderr, cleaned, and nothing follows the
+    final status."""
+
+    def __call__(self, event: Event) -> int:
+        return len(render(event).encode("utf-8", "replace")) + 1
+
+    def rendered(self, event: Event, markdown: bytes) -> int:
+        return len(markdown) + 1
+
+    def stderr_cost(self, data: bytes) -> int:
+        return len(shown_stderr(data).encode("utf-8", "replace"))
+
+
+markdown_cost = MarkdownCost()
+
+
 class JsonSink(_Format):
     """One strict JSON object per line (schema 2, see
     :func:`acor.jsonlines.line_record`): the event's keys that are not
@@ -199,6 +218,23 @@ class JsonSink(_Format):
         self._write(clean_value(Result(
             error.exit_code, "failed", error.code, tool=self.tool,
             next=error.next).to_dict()))
+
+
+class JsonCost(Cost):
+    """An event's line, the tool's stderr as ``stderr`` events, and the
+    result line last (reserved)."""
+
+    reserve = RESULT_RESERVE
+
+    def __call__(self, event: Event) -> int:
+        return len(event_line(event.to_dict()))
+
+    def stderr_cost(self, data: bytes) -> int:
+        return len(event_line({"type": "stderr",
+                               "text": shown_stderr(data)}))
+
+
+json_cost = JsonCost()
 
 
 class RichFormat(_Format):
@@ -323,9 +359,11 @@ def make_sink(fmt: str, tool: str, progress_interval: float, out=None,
     factory, coalesce = FORMATS[fmt]
     sink = factory(tool, out)
     if coalesce and max_output:
-        from acor.cli.output.budget import (Budget, json_cost,
-                                            markdown_cost, output_dir)
-        cost = json_cost(tool) if fmt == "json" else markdown_cost
+        # Only a run with a budget needs it: `acor list`, `acor --help`
+        # and the rich view do not load the budget's modules.
+        from acor.cli.output.budget import Budget
+        from acor.cli.output.spill import output_dir
+        cost = json_cost if fmt == "json" else markdown_cost
         sink = Budget(sink, max_output,
                       output_dir(state_dir or os.path.join(".acor", "state")),
                       tool, cost)
