@@ -13,7 +13,13 @@ import json
 import re
 
 from acor import exitcodes
-from acor.events import Error, Status
+from acor.events import Error, Event, Progress, Status, Unknown
+
+TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Callable, Optional
+
+    from jsonschema import ValidationError
 
 # The endings the launcher writes itself when a run did not end on its own
 # (see acor.cli.runner): these are the tool's fault only for "no ending".
@@ -74,56 +80,98 @@ def _where(path) -> str:
     return "manifest" + (parts if parts else "")
 
 
-def _schema_violation(error) -> Violation:
+def _schema_violation(error: ValidationError) -> Violation:
+    """One schema error in words for the tool's author: by the field it
+    is about, else by the rule it breaks, else the validator's message
+    and the field's description."""
     where = _where(error.absolute_path)
-    kind, detail = error.validator, error.validator_value
+    kind = str(error.validator)
+    if kind not in _RULES_FIRST:
+        about_field = _field_violation(error, where)
+        if about_field is not None:
+            return about_field
+    words = _BY_RULE.get(kind)
+    if words is not None:
+        return Violation(where, *words(error))
+    hint = error.schema.get("description")
+    return Violation(where, error.message, hint or "See `acor schema "
+                     "manifest` for what this field takes.")
+
+
+def _field_violation(error: ValidationError, where: str
+                     ) -> Optional[Violation]:
+    """A field whose rules are said best together: the name, x-acor."""
     field = error.absolute_path[-1] if error.absolute_path else None
-    if kind == "required":
-        missing = [name for name in detail if name not in error.instance]
-        name = missing[0] if missing else detail[0]
-        return Violation(where, f"the required field {name!r} is missing",
-                         f"Add {json.dumps(name)}: {_EXAMPLE.get(name, '...')}"
-                         f" to {where}.")
-    if kind == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get(
-            "properties", {})))
-        import difflib
-        near = difflib.get_close_matches(extra[0], list(error.schema.get(
-            "properties", {})), n=1) if extra else []
-        fix = (f"Rename it to {near[0]!r}." if near else
-               "Remove it: it is not a manifest field (`acor schema "
-               "manifest` lists them).")
-        return Violation(where, f"unknown field {extra[0]!r}" if extra else
-                         error.message, fix)
-    if field == "name" and kind == "pattern":
+    if field == "name" and error.validator == "pattern":
         return Violation(where, f"the name {error.instance!r} is not "
                          "allowed", "Use 1-64 lowercase letters, digits, '-' "
                          "or '_', starting with a letter or digit "
                          '(like "my-tool").')
-    if field == "x-acor" or kind == "oneOf":
+    if field == "x-acor" or error.validator == "oneOf":
         return Violation(where, "x-acor must say how the value reaches the "
                          "command line", 'Write {"position": 0} for a '
                          'positional argument or {"flag": "--name"} for an '
                          'option (add "repeat": true for a list), or '
                          '{"human": true} for one only a person may give.')
-    if kind == "type":
-        return Violation(where, f"must be {_a(detail)}, not "
-                         f"{_json_type(error.instance)}",
-                         f"Write {_a(detail)} there.")
-    if kind in ("enum", "const"):
-        allowed = detail if kind == "enum" else [detail]
-        return Violation(where, f"{json.dumps(error.instance)} is not "
-                         "allowed", "Use one of: " + ", ".join(
-                             json.dumps(v) for v in allowed) + ".")
-    if kind in ("exclusiveMinimum", "minimum"):
-        return Violation(where, f"{error.instance} is too small",
-                         f"Use a number above {detail}." if kind ==
-                         "exclusiveMinimum" else f"Use {detail} or more.")
-    if kind in ("minLength", "minItems"):
-        return Violation(where, "must not be empty", "Give it a value.")
-    hint = error.schema.get("description")
-    return Violation(where, error.message, hint or "See `acor schema "
-                     "manifest` for what this field takes.")
+    return None
+
+
+def _required(error: ValidationError) -> tuple[str, str]:
+    detail = error.validator_value
+    missing = [name for name in detail if name not in error.instance]
+    name = missing[0] if missing else detail[0]
+    return (f"the required field {name!r} is missing",
+            f"Add {json.dumps(name)}: {_EXAMPLE.get(name, '...')}"
+            f" to {_where(error.absolute_path)}.")
+
+
+def _unknown_field(error: ValidationError) -> tuple[str, str]:
+    known = list(error.schema.get("properties", {}))
+    extra = sorted(set(error.instance) - set(known))
+    if not extra:
+        return error.message, "Remove it: it is not a manifest field " \
+            "(`acor schema manifest` lists them)."
+    import difflib  # ~3 ms, and only for a misspelt field
+    near = difflib.get_close_matches(extra[0], known, n=1)
+    fix = (f"Rename it to {near[0]!r}." if near else
+           "Remove it: it is not a manifest field (`acor schema "
+           "manifest` lists them).")
+    return f"unknown field {extra[0]!r}", fix
+
+
+def _wrong_type(error: ValidationError) -> tuple[str, str]:
+    detail = error.validator_value
+    return (f"must be {_a(detail)}, not {_json_type(error.instance)}",
+            f"Write {_a(detail)} there.")
+
+
+def _not_allowed(error: ValidationError) -> tuple[str, str]:
+    detail = error.validator_value
+    allowed = detail if error.validator == "enum" else [detail]
+    return (f"{json.dumps(error.instance)} is not allowed",
+            "Use one of: " + ", ".join(json.dumps(v) for v in allowed) + ".")
+
+
+def _too_small(error: ValidationError) -> tuple[str, str]:
+    detail = error.validator_value
+    return (f"{error.instance} is too small",
+            f"Use a number above {detail}." if error.validator ==
+            "exclusiveMinimum" else f"Use {detail} or more.")
+
+
+def _empty(error: ValidationError) -> tuple[str, str]:
+    return "must not be empty", "Give it a value."
+
+
+# Rules said as themselves wherever they are broken, the name and x-acor
+# included.
+_RULES_FIRST = ("required", "additionalProperties")
+# A schema rule -> the problem and the fix for an error of it.
+_BY_RULE: dict[str, Callable[[ValidationError], tuple[str, str]]] = {
+    "required": _required, "additionalProperties": _unknown_field,
+    "type": _wrong_type, "enum": _not_allowed, "const": _not_allowed,
+    "exclusiveMinimum": _too_small, "minimum": _too_small,
+    "minLength": _empty, "minItems": _empty}
 
 
 _EXAMPLE = {"name": '"my-tool"', "description": '"What the tool does"',
@@ -186,11 +234,12 @@ def strip_launcher_ending(events: list, error_code: str | None) -> list:
     return own
 
 
-def stream_violations(events: list, where: str, *,
+def stream_violations(events: list[Event], where: str, *,
                       tool_exit_code: int | None,
                       error_code: str | None = None,
                       state: str | None = None,
-                      late: list | tuple = ()) -> list[Violation]:
+                      late: list[Event] | tuple[Event, ...] = ()
+                      ) -> list[Violation]:
     """Every way one run's stream breaks the protocol. ``events``: all the
     run's events as the runner gives them; ``late``: what the tool wrote
     after its ending (the transcript leaves it out); ``tool_exit_code``:
@@ -204,37 +253,62 @@ def stream_violations(events: list, where: str, *,
                      "manifest; call tool.heartbeat() during long silent "
                      "work."))
     late = [e for e in late if e.type != "text" or e.text.strip()]
-    hung = [e for e in late if e.type == "error" and e.code in STOPPED]
-    if hung:
-        found.append(Violation(where, "the tool did not exit after its "
-                     f"ending and was stopped ({hung[0].code})", "Exit "
-                     "right after the final status: stop threads and "
-                     "child processes first (a daemon thread, or join)."))
-        late = [e for e in late if e not in hung]
-    own = strip_launcher_ending(events, error_code) + late
-    meaningful = [e for e in own if not (e.type == "text" and
-                                         not e.text.strip())]
-    if not meaningful or meaningful[0] != Status("ready"):
-        first = _describe(meaningful[0]) if meaningful else "nothing"
-        found.append(Violation(where, "the run does not start with "
-                     f"`## Status: Ready` (it starts with {first})", _START))
+    hung = _hung(late, where)
+    found += hung
+    own = strip_launcher_ending(events, error_code) + [
+        e for e in late if not _stopped(e)]
+    found += _start_violations(own, where)
     found += _raw_sections(own, where)
-    for event in own:
-        if event.type == "unknown":
-            found.append(_unknown(event, where))
-        elif event.type == "progress" and not 0 <= event.percent <= 100:
-            found.append(Violation(where, f"progress {event.percent}% is "
-                         "outside 0-100", _PROGRESS_FIX))
-        elif event.type == "error" and not event.code:
-            found.append(Violation(where, f"the error {event.title!r} has "
-                         "no code", 'Give every error a code: tool.error('
-                         '"E_SOMETHING", message) (acor_error E_SOMETHING '
-                         'MESSAGE in bash).'))
+    found += [v for v in map(_section_violation, own, [where] * len(own))
+              if v is not None]
     ending = _ending(own, where, found, error_code)
     if ending is not None and tool_exit_code is not None and \
             tool_exit_code >= 0 and state != "timeout" and not hung:
         found += _exit_agrees(ending, own, tool_exit_code, where)
     return found
+
+
+def _stopped(event: Event) -> bool:
+    return isinstance(event, Error) and event.code in STOPPED
+
+
+def _hung(late: list[Event], where: str) -> list[Violation]:
+    """The tool did not exit after its ending: acor stopped it."""
+    stopped = [e for e in late if isinstance(e, Error) and _stopped(e)]
+    if not stopped:
+        return []
+    return [Violation(where, "the tool did not exit after its ending and "
+                      f"was stopped ({stopped[0].code})", "Exit right "
+                      "after the final status: stop threads and child "
+                      "processes first (a daemon thread, or join).")]
+
+
+def _start_violations(own: list[Event], where: str) -> list[Violation]:
+    """A run starts with `## Status: Ready` (blank text before it aside)."""
+    meaningful = [e for e in own if not (e.type == "text" and
+                                         not e.text.strip())]
+    if meaningful and meaningful[0] == Status("ready"):
+        return []
+    first = _describe(meaningful[0]) if meaningful else "nothing"
+    return [Violation(where, "the run does not start with "
+                      f"`## Status: Ready` (it starts with {first})",
+                      _START)]
+
+
+def _section_violation(event: Event, where: str) -> Optional[Violation]:
+    """A section the tool wrote wrong: malformed, a progress out of
+    0-100, an error with no code."""
+    if isinstance(event, Unknown):
+        return _unknown(event, where)
+    if isinstance(event, Progress) and not 0 <= event.percent <= 100:
+        return Violation(where, f"progress {event.percent}% is "
+                         "outside 0-100", _PROGRESS_FIX)
+    if isinstance(event, Error) and not event.code:
+        return Violation(where, f"the error {event.title!r} has "
+                         "no code", 'Give every error a code: tool.error('
+                         '"E_SOMETHING", message) (acor_error E_SOMETHING '
+                         'MESSAGE in bash).')
+    return None
 
 
 _PROGRESS_FIX = ("Report progress as a number from 0 to 100: "
