@@ -33,7 +33,9 @@ TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
 if TYPE_CHECKING:
     from typing import Any
 
+    from acor.events import Event
     from acor.cli.discovery.spec import ToolSpec
+    from acor.cli.run.result import RunResult
 
 def read_manifest(path: str) -> tuple[object, Violation | None]:
     try:
@@ -49,7 +51,7 @@ def read_manifest(path: str) -> tuple[object, Violation | None]:
                                f"json.tool {path}` shows where).")
 
 
-def example_argv(spec, example: dict) -> list[str]:
+def example_argv(spec: ToolSpec, example: dict[str, Any]) -> list[str]:
     """The argv an example stands for: a list as it is, an object turned
     into one as `acor call` does (raises its UsageError)."""
     args = example["args"]
@@ -58,7 +60,7 @@ def example_argv(spec, example: dict) -> list[str]:
     return call_argv(spec, args)
 
 
-def human_given(spec, example: dict) -> list[str]:
+def human_given(spec: ToolSpec, example: dict[str, Any]) -> list[str]:
     """The human-only arguments an example tries to give (by name in an
     object, as ``--name`` in a list)."""
     names = human_names(spec.args_schema)
@@ -157,18 +159,18 @@ class _Recorder:
     tool wrote after its ending (which the transcript leaves out)."""
 
     def __init__(self) -> None:
-        self.late_events: list = []
+        self.late_events: list[Event] = []
 
-    def emit(self, event) -> None:
+    def emit(self, event: Event) -> None:
         pass  # the result keeps them
 
-    def due(self):
+    def due(self) -> None:
         return None
 
     def tick(self) -> None:
         pass
 
-    def late(self, tool: str, event) -> None:
+    def late(self, tool: str, event: Event) -> None:
         self.late_events.append(event)
 
 
@@ -176,7 +178,7 @@ _DENIALS = ("Permission denied", "Operation not permitted",
             "Network is unreachable", "Read-only file system")
 
 
-def _denial(result) -> str | None:
+def _denial(result: RunResult) -> str | None:
     """The line of the tool's stderr or errors where the sandbox said no,
     if any."""
     texts = [result.stderr or ""] + [
@@ -188,9 +190,9 @@ def _denial(result) -> str | None:
     return None
 
 
-def run_example(target: Target, argv: list[str], example: dict,
+def run_example(target: Target, argv: list[str], example: dict[str, Any],
                 index: int, seen: set[str] | None = None
-                ) -> tuple[dict, list[Violation], list[str]]:
+                ) -> tuple[dict[str, Any], list[Violation], list[str]]:
     """Run one example; its outcome, its violations and its warnings
     (``seen``: what the examples before it already warned of)."""
     # the launcher proper: only once it runs
@@ -251,7 +253,7 @@ def _first(warning: str, where: str, seen: set[str] | None) -> bool:
     return True
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict[str, Any]) -> str:
     """The report for people. Every value from the manifest, its examples
     or the tool's stream is printed on one line, control characters and
     line breaks escaped (``\\n``), so an example's argument holding

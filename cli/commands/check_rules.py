@@ -13,13 +13,21 @@ import json
 import re
 
 from acor import exitcodes
-from acor.events import Error, Event, Progress, Status, Unknown
+from collections.abc import Mapping
+
+from acor import args
+from acor.events import (Error, Event, InputNeeded, Output, Progress,
+                         Status, Text, Unknown)
+
+from acor.cli.package_data import schema_text
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Callable, Optional
+    from typing import Any, Callable, Optional, Sequence
 
     from jsonschema import ValidationError
+
+    from acor.cli.discovery.spec import ToolSpec
 
 # The endings the launcher writes itself when a run did not end on its own
 # (see acor.cli.runner): these are the tool's fault only for "no ending".
@@ -41,7 +49,7 @@ class Violation:
         self.problem = problem
         self.fix = fix
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         return {"where": self.where, "problem": self.problem, "fix": self.fix}
 
     def __repr__(self) -> str:
@@ -50,9 +58,9 @@ class Violation:
 
 # --- the manifest -----------------------------------------------------------
 
-def load_schema() -> dict:
-    from acor.cli.package_data import schema_text
-    return json.loads(schema_text("manifest"))
+def load_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_text("manifest"))
+    return schema
 
 
 def manifest_violations(data: object) -> list[Violation]:
@@ -74,7 +82,7 @@ def manifest_violations(data: object) -> list[Violation]:
     return found
 
 
-def _where(path) -> str:
+def _where(path: Sequence[str | int]) -> str:
     parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
                     for p in path)
     return "manifest" + (parts if parts else "")
@@ -93,7 +101,7 @@ def _schema_violation(error: ValidationError) -> Violation:
     words = _BY_RULE.get(kind)
     if words is not None:
         return Violation(where, *words(error))
-    hint = error.schema.get("description")
+    hint = _schema_of(error).get("description")
     return Violation(where, error.message, hint or "See `acor schema "
                      "manifest` for what this field takes.")
 
@@ -116,9 +124,16 @@ def _field_violation(error: ValidationError, where: str
     return None
 
 
+def _schema_of(error: ValidationError) -> Mapping[str, Any]:
+    """The part of the schema ``error`` broke (a bool schema: none)."""
+    schema = error.schema
+    return schema if isinstance(schema, Mapping) else {}
+
+
 def _required(error: ValidationError) -> tuple[str, str]:
-    detail = error.validator_value
-    missing = [name for name in detail if name not in error.instance]
+    detail: Any = error.validator_value
+    instance: Any = error.instance
+    missing = [name for name in detail if name not in instance]
     name = missing[0] if missing else detail[0]
     return (f"the required field {name!r} is missing",
             f"Add {json.dumps(name)}: {_EXAMPLE.get(name, '...')}"
@@ -126,8 +141,9 @@ def _required(error: ValidationError) -> tuple[str, str]:
 
 
 def _unknown_field(error: ValidationError) -> tuple[str, str]:
-    known = list(error.schema.get("properties", {}))
-    extra = sorted(set(error.instance) - set(known))
+    known = list(_schema_of(error).get("properties", {}))
+    instance: Any = error.instance
+    extra = sorted(set(instance) - set(known))
     if not extra:
         return error.message, "Remove it: it is not a manifest field " \
             "(`acor schema manifest` lists them)."
@@ -140,20 +156,20 @@ def _unknown_field(error: ValidationError) -> tuple[str, str]:
 
 
 def _wrong_type(error: ValidationError) -> tuple[str, str]:
-    detail = error.validator_value
+    detail: Any = error.validator_value
     return (f"must be {_a(detail)}, not {_json_type(error.instance)}",
             f"Write {_a(detail)} there.")
 
 
 def _not_allowed(error: ValidationError) -> tuple[str, str]:
-    detail = error.validator_value
+    detail: Any = error.validator_value
     allowed = detail if error.validator == "enum" else [detail]
     return (f"{json.dumps(error.instance)} is not allowed",
             "Use one of: " + ", ".join(json.dumps(v) for v in allowed) + ".")
 
 
 def _too_small(error: ValidationError) -> tuple[str, str]:
-    detail = error.validator_value
+    detail: Any = error.validator_value
     return (f"{error.instance} is too small",
             f"Use a number above {detail}." if error.validator ==
             "exclusiveMinimum" else f"Use {detail} or more.")
@@ -181,7 +197,7 @@ _EXAMPLE = {"name": '"my-tool"', "description": '"What the tool does"',
             "x-acor": '{"position": 0}', "properties": "{...}"}
 
 
-def _a(kind) -> str:
+def _a(kind: str | list[str]) -> str:
     kinds = kind if isinstance(kind, list) else [kind]
     words = {"object": "an object", "array": "a list", "string": "a string",
              "integer": "a whole number", "number": "a number",
@@ -189,7 +205,7 @@ def _a(kind) -> str:
     return " or ".join(words.get(k, str(k)) for k in kinds)
 
 
-def _json_type(value) -> str:
+def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return json.dumps(value)
     if isinstance(value, (int, float)):
@@ -201,12 +217,11 @@ def _json_type(value) -> str:
     return "an object" if isinstance(value, dict) else "null"
 
 
-def args_violations(schema: dict) -> list[Violation]:
+def args_violations(schema: dict[str, Any]) -> list[Violation]:
     """Defaults that do not fit their own property (the JSON Schema cannot
     say so). The shape of ``args`` (positions, flags) is discovery's to
     check: a manifest it skips is reported with its reason; the examples'
     values are checked as `acor call` checks a call, when they run."""
-    from acor import args
     if args.schema_problems(schema):
         return []
     found = []
@@ -222,7 +237,8 @@ def args_violations(schema: dict) -> list[Violation]:
 
 # --- one run ----------------------------------------------------------------
 
-def strip_launcher_ending(events: list, error_code: str | None) -> list:
+def strip_launcher_ending(events: list[Event], error_code: str | None
+                          ) -> list[Event]:
     """The tool's own events: without the Error and Failed the launcher
     adds when a run did not end (a crash, no final status, a timeout),
     without stderr and the result line."""
@@ -252,7 +268,7 @@ def stream_violations(events: list[Event], where: str, *,
                      "(a small input), or raise \"timeout\" in the "
                      "manifest; call tool.heartbeat() during long silent "
                      "work."))
-    late = [e for e in late if e.type != "text" or e.text.strip()]
+    late = [e for e in late if not _blank(e)]
     hung = _hung(late, where)
     found += hung
     own = strip_launcher_ending(events, error_code) + [
@@ -266,6 +282,11 @@ def stream_violations(events: list[Event], where: str, *,
             tool_exit_code >= 0 and state != "timeout" and not hung:
         found += _exit_agrees(ending, own, tool_exit_code, where)
     return found
+
+
+def _blank(event: Event) -> bool:
+    """Raw text of nothing but white space: no part of the stream."""
+    return isinstance(event, Text) and not event.text.strip()
 
 
 def _stopped(event: Event) -> bool:
@@ -285,8 +306,7 @@ def _hung(late: list[Event], where: str) -> list[Violation]:
 
 def _start_violations(own: list[Event], where: str) -> list[Violation]:
     """A run starts with `## Status: Ready` (blank text before it aside)."""
-    meaningful = [e for e in own if not (e.type == "text" and
-                                         not e.text.strip())]
+    meaningful = [e for e in own if not _blank(e)]
     if meaningful and meaningful[0] == Status("ready"):
         return []
     first = _describe(meaningful[0]) if meaningful else "nothing"
@@ -316,16 +336,16 @@ _PROGRESS_FIX = ("Report progress as a number from 0 to 100: "
                  "(acor_progress 42 in bash).")
 
 
-def _describe(event) -> str:
-    if event.type == "text":
+def _describe(event: Event) -> str:
+    if isinstance(event, Text):
         line = event.text.strip().split("\n")[0]
         return f"raw text {line[:60]!r}"
-    if event.type == "status":
+    if isinstance(event, Status):
         return f"`## Status: {event.state.capitalize()}`"
     return f"a {event.type} section"
 
 
-def wrapped_findings(events: list, where: str, spec, *,
+def wrapped_findings(events: list[Event], where: str, spec: ToolSpec, *,
                      tool_exit_code: int | None,
                      error_code: str | None = None,
                      state: str | None = None,
@@ -339,7 +359,8 @@ def wrapped_findings(events: list, where: str, spec, *,
     that would read as ACOR sections (relayed escaped, as the program's
     output: never obeyed, but never a section either), each line once
     for all the runs that share ``seen``."""
-    found, warnings = [], []
+    found: list[Violation] = []
+    warnings: list[str] = []
     if state == "timeout" or error_code in STOPPED:
         found.append(Violation(where, "the run was stopped by a timeout "
                      f"({error_code})", "Make the example finish quickly "
@@ -358,7 +379,7 @@ def wrapped_findings(events: list, where: str, spec, *,
     seen = set() if seen is None else seen
     said = 0
     for event in events:
-        if event.type not in ("output", "text"):
+        if not isinstance(event, (Output, Text)):
             continue
         for line in _HEADING_LINE.findall(event.text):
             if line not in seen and said < 3:
@@ -376,12 +397,13 @@ def wrapped_findings(events: list, where: str, spec, *,
     return found, warnings
 
 
-def exit_warnings(events: list, where: str, spec) -> list[str]:
+def exit_warnings(events: list[Event], where: str, spec: ToolSpec
+                  ) -> list[str]:
     """What an agent got when the tool ended itself inside ``with
     AcorTool()`` (sys.exit, its own argparse): the library reports it, so
     nothing is lost, but the author can say more. Each the first time."""
     warnings = []
-    errors = [e for e in events if e.type == "error"]
+    errors = [e for e in events if isinstance(e, Error)]
     exits = [e for e in errors if re.fullmatch(r"E_EXIT_\d+", e.code or "")]
     if exits:
         code = exits[0].code
@@ -404,12 +426,12 @@ def exit_warnings(events: list, where: str, spec) -> list[str]:
     return warnings
 
 
-def _raw_sections(own, where):
+def _raw_sections(own: list[Event], where: str) -> list[Violation]:
     """Text that reads as a section: the tool printed a heading itself.
     It is relayed escaped, as text: it is never obeyed."""
     found, seen = [], set()
     for event in own:
-        if event.type != "text":
+        if not isinstance(event, Text):
             continue
         for line in _HEADING_LINE.findall(event.text):
             if line in seen:
@@ -425,7 +447,7 @@ def _raw_sections(own, where):
     return found[:5]
 
 
-def _unknown(event, where):
+def _unknown(event: Unknown, where: str) -> Violation:
     if event.heading.startswith("Progress"):
         fix = _PROGRESS_FIX
     else:
@@ -435,12 +457,13 @@ def _unknown(event, where):
                      f"malformed: {event.reason}", fix)
 
 
-def _ending(own, where, found, error_code):
+def _ending(own: list[Event], where: str, found: list[Violation],
+            error_code: str | None) -> str | None:
     """The run's ending (a final state, or "input_needed"), or None when
     it has none; reports a missing, repeated or early ending."""
     endings = [(i, e) for i, e in enumerate(own)
-               if (e.type == "status" and e.is_final) or
-               e.type == "input_needed"]
+               if (isinstance(e, Status) and e.is_final) or
+               isinstance(e, InputNeeded)]
     if not endings and error_code in STOPPED:
         return None  # reported as a timeout: the tool was not let finish
     if not endings:
@@ -457,18 +480,20 @@ def _ending(own, where, found, error_code):
                      "Write exactly one final status (or one Input "
                      "Needed), last: nothing after tool.stop()."))
     index, event = endings[0]
-    late = [e for e in own[index + 1:] if e.type != "text" or e.text.strip()]
+    late = [e for e in own[index + 1:] if not _blank(e)]
     if late and len(endings) == 1:
         found.append(Violation(where, f"{_describe(late[0])} comes after "
                      "the ending", "Write nothing after the final status "
                      "or Input Needed."))
-    return "input_needed" if event.type == "input_needed" else event.state
+    return event.state if isinstance(event, Status) else "input_needed"
 
 
-def _exit_agrees(ending, own, tool_exit_code, where):
+def _exit_agrees(ending: str, own: list[Event], tool_exit_code: int,
+                 where: str) -> list[Violation]:
     expected = exitcodes.OF_ENDING.get(ending)
-    errors = [e for e in own if e.type == "error"]
-    usage = ending == "failed" and errors and errors[-1].code == "E_USAGE"
+    errors = [e for e in own if isinstance(e, Error)]
+    usage = ending == "failed" and bool(errors) and \
+        errors[-1].code == "E_USAGE"
     if usage:
         expected = exitcodes.USAGE
     if expected is None or tool_exit_code == expected:
@@ -483,7 +508,8 @@ def _exit_agrees(ending, own, tool_exit_code, where):
             f"exit {expected} yourself.")]
 
 
-def expectation_violations(example: dict, exit_code: int, events: list,
+def expectation_violations(example: dict[str, Any], exit_code: int,
+                           events: list[Event],
                            where: str) -> list[Violation]:
     """What the example promised: its exit code, its event types in
     order (others may come between)."""

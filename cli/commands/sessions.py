@@ -182,11 +182,11 @@ def _cleared(ctx: click.Context, fmt: Optional[str], store: SessionStore,
     except TimeoutError as exc:
         _fail(ctx, fmt, f"Session '{clear_id}' is locked", "E_SESSION_LOCKED",
               "Wait for the tool that is saving it to finish, then retry.",
-              printable(exc), exitcodes.FAILED)
+              printable(str(exc)), exitcodes.FAILED)
     except CorruptSessionError as exc:  # e.g. the tool folder is a link
         _fail(ctx, fmt, f"Session '{clear_id}' cannot be cleared",
               "E_CORRUPT_SESSION", f"Remove {printable(exc.path)} yourself "
-              "if nothing needs it.", printable(exc), exitcodes.FAILED)
+              "if nothing needs it.", printable(str(exc)), exitcodes.FAILED)
     return False
 
 

@@ -46,7 +46,7 @@ the held events one of each kind.
 
 from __future__ import annotations
 
-from acor.events import Event, InputNeeded, OutputData, Status
+from acor.events import Event, InputNeeded, Output, OutputData, Status, Text
 
 from acor.cli.output.cost import Cost
 from acor.cli.output.cutting import Cutter, data_block, fit_head
@@ -79,7 +79,7 @@ DATA_SHARE = 4             # an Output Data over limit/DATA_SHARE is a file
 END_FLOOR = 2560           # the least kept for the ending, at any budget
 HELD = ("progress", "checkpoint", "status", "error", "ai_directive",
         "suggestions")
-TEXTS = ("text", "output")
+TEXTS = (Text, Output)  # the text of a run: the head, then the tail
 ENDINGS = ("input_needed",)
 # What always reaches the agent, whole or cut, or summarised with its file.
 MUST = ("error", "ai_directive", "output_data", "input_needed")
@@ -166,7 +166,8 @@ class Budget:
     def emit(self, event: Event) -> None:
         render, raw_json = _load()
         kind = event.type
-        if kind == "output_data" and isinstance(event.data, raw_json):
+        if isinstance(event, OutputData) and isinstance(event.data,
+                                                         raw_json):
             self._raw_data(event)
             return
         markdown = render(event).encode("utf-8", "replace")
@@ -175,7 +176,7 @@ class Budget:
         if safe is not event:
             event = safe
             markdown = render(event).encode("utf-8", "replace")
-        if self.over and kind in TEXTS and not self.ended:
+        if self.over and isinstance(event, TEXTS) and not self.ended:
             # The flood's path: no cost to measure, it goes to the tail.
             self._to_tail(event, len(markdown))
             return
@@ -185,9 +186,10 @@ class Budget:
             self.sink.emit(event)
         elif self.ended:
             self._after_end(event, cost)
-        elif kind in ENDINGS or kind == "status" and event.is_final:
+        elif kind in ENDINGS or isinstance(event, Status) and \
+                event.is_final:
             self._end(event)
-        elif kind == "output_data" and cost > self.max_data:
+        elif isinstance(event, OutputData) and cost > self.max_data:
             summary = self.cutter.data(event, data_block(markdown),
                                        self.max_data)
             del markdown
@@ -199,13 +201,13 @@ class Budget:
     def _after_end(self, event: Event, cost: int) -> None:
         """After the ending only its final status is shown (reserved with
         it); the rest is in the file."""
-        if event.type == "status" and event.is_final and \
+        if isinstance(event, Status) and event.is_final and \
                 self.spent + cost <= self.limit - self.reserve:
             self._show(event, cost)
         else:
             self._left(event.type)
 
-    def _raw_data(self, event: Event) -> None:
+    def _raw_data(self, event: OutputData) -> None:
         """A large JSON value the decoder left as text: written to the
         spill as its section, in pieces (no copy of the whole section),
         then summarised."""
@@ -244,7 +246,7 @@ class Budget:
         room = self.head_share - self.spent
         if cost <= room:
             self._show(event, cost)
-        elif kind in TEXTS:
+        elif isinstance(event, TEXTS):
             self._overflow(event, room)
         elif kind == "output_data":
             self._hold_data(event)
@@ -271,7 +273,7 @@ class Budget:
 
     def _over(self, event: Event) -> None:
         kind = event.type
-        if kind in TEXTS:
+        if isinstance(event, TEXTS):
             self._to_tail(event)
         elif kind == "output_data":
             self._hold_data(event)

@@ -51,8 +51,8 @@ class Cutter:
         Input Needed's fields bounded as a schema), or None when it
         cannot be."""
         copy = object.__new__(type(event))
-        for name in event.__slots__:
-            setattr(copy, name, getattr(event, name))
+        for slot in event.__slots__:
+            setattr(copy, slot, getattr(event, slot))
         stuck: set[str] = set()  # fields no cut can make smaller
         for _ in range(40):
             cost = self.cost(copy)
@@ -151,7 +151,8 @@ class Cutter:
             return None
         return self.cut(summary, share) or least
 
-    def data(self, event: Event, encoded: memoryview, share: int) -> Event:
+    def data(self, event: OutputData, encoded: memoryview, share: int
+             ) -> OutputData:
         """Output Data over its ``share``: the value whole in a file of
         its own (``encoded``, the fenced block's content as the stream
         has it), and a summary in its place."""
@@ -166,13 +167,14 @@ class Cutter:
                     f"stream shows only this summary."}
         summary.update(value_shape(event.data, encoded))
         shown = self.cut(OutputData("json", summary), share)
-        if shown is None:  # the bare summary: what, where, its digest
+        if not isinstance(shown, OutputData):
+            # The bare summary: what, where, its digest.
             shown = OutputData("json", {
                 k: summary[k] for k in ("acor_truncated", "bytes", "sha256",
                                         "file", "type") if k in summary})
         return shown
 
-    def fit_data(self, event: Event, share: int) -> Event:
+    def fit_data(self, event: OutputData, share: int) -> OutputData:
         """The last Output Data within ``share``: whole, or summarised
         with its file."""
         if self.cost(event) <= share or (

@@ -58,11 +58,13 @@ def open_output(directory: str, create: bool = True) -> Optional[Folder]:
     if ".acor" in parts[:-1]:
         at = len(parts) - 1 - parts[::-1].index(".acor")
         below = os.sep.join(parts[:at]) or os.sep
-    folder = open_below(directory, below, 0o700 if create else None)
+    folder: Optional[Folder] = open_below(directory, below,
+                                          0o700 if create else None)
     if folder is None:
         return None
     try:
-        return private(folder)
+        private(folder)
+        return folder
     except BaseException:
         folder.close()
         raise
