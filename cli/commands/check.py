@@ -3,7 +3,7 @@
 It works for tools in any language, because it looks only at what a tool
 publishes and writes: the manifest is validated against the published JSON
 Schema, then each of the manifest's ``examples`` is run through the runner
-(in the tool's folder) and its stream checked (:mod:`cli.conformance`).
+(in the tool's folder) and its stream checked (:mod:`cli.commands.check_rules`).
 Every violation is printed with its fix; exit 0 when the tool conforms,
 1 when it does not, 2 when there is no such tool.
 """

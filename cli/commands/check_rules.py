@@ -4,7 +4,7 @@ Two kinds of rule: the manifest's (the published JSON Schema
 ``acor/schemas/manifest.schema.json``, and what a schema cannot say about
 ``args``), and the stream's (what one run of an example wrote). Each
 broken rule is a :class:`Violation` with the fix, written for the tool's
-author. :mod:`cli.check` runs the tool and prints the report.
+author. :mod:`cli.commands.check` runs the tool and prints the report.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from acor.cli.discovery.spec import ToolSpec
 
 # The endings the launcher writes itself when a run did not end on its own
-# (see acor.cli.runner): these are the tool's fault only for "no ending".
+# (see acor.cli.run.launch): these are the tool's fault only for "no ending".
 NO_ENDING = frozenset({"E_NO_FINAL_STATUS", "E_TOOL_CRASHED",
                        "E_TOOL_KILLED"})
 STOPPED = frozenset({"E_TIMEOUT", "E_IDLE_TIMEOUT"})

@@ -4,7 +4,7 @@ Every format is one entry of :data:`FORMATS`; a new format touches this
 file and, if it needs a module of its own, that module. A format is a sink
 with ``emit(event)``, ``stderr(data)`` (the tool's stderr), ``late(tool,
 event)`` (output after the final status), ``result(result)`` (the run's
-:class:`cli.result.RunResult`) and ``close()``.
+:class:`cli.run.result.RunResult`) and ``close()``.
 
 Every line is written whole: :func:`write_all` loops until the kernel took
 every byte, so neither a signal nor an unbuffered stdout
@@ -126,7 +126,7 @@ class _Format:
     def started(self) -> None:
         """The tool is starting up: load what writing needs now, in that
         time, so that no section waits for an import (see
-        :func:`cli.runner.run`)."""
+        :func:`cli.run.launch.run`)."""
         from acor import grammar  # noqa: F401  (render's, and late notes')
 
     def result(self, result: RunRecord) -> None:
