@@ -28,11 +28,10 @@ import re
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import TypeVar
+    from typing import Any, TypeVar
 
     from acor.events import Event
 
-    Value = TypeVar("Value")
     AnEvent = TypeVar("AnEvent", bound=Event)
 
 # Every character that moves the cursor, changes the terminal's state or
@@ -157,7 +156,7 @@ def keep_colours(text: str) -> str:
 # view or a model's context window then gets no byte a terminal obeys, while
 # the whole-output file keeps what the tool wrote.
 
-def clean_value(value: "Value") -> "Value":
+def clean_value(value: "Any") -> "Any":
     """``value`` (a string, or a JSON-like value of any depth) with every
     string in it, keys included, as :func:`strip_terminal` makes it. The
     same object comes back when nothing in it needed cleaning, so the

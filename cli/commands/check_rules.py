@@ -23,11 +23,17 @@ from acor.cli.package_data import schema_text
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Callable, Optional, Sequence
+    from typing import Any, Callable, Optional, Protocol, Sequence
 
     from jsonschema import ValidationError
 
     from acor.cli.discovery.spec import ToolSpec
+
+    class WrappedSpec(Protocol):
+        """What the rules of a wrapped program need of its spec: the
+        manifest's ``errors`` (exit code -> what it means)."""
+
+        errors: Optional[dict[str, Any]]
 
 # The endings the launcher writes itself when a run did not end on its own
 # (see acor.cli.run.launch): these are the tool's fault only for "no ending".
@@ -345,7 +351,7 @@ def _describe(event: Event) -> str:
     return f"a {event.type} section"
 
 
-def wrapped_findings(events: list[Event], where: str, spec: ToolSpec, *,
+def wrapped_findings(events: list[Event], where: str, spec: WrappedSpec, *,
                      tool_exit_code: int | None,
                      error_code: str | None = None,
                      state: str | None = None,
