@@ -3,7 +3,7 @@
 It works for tools in any language, because it looks only at what a tool
 publishes and writes: the manifest is validated against the published JSON
 Schema, then each of the manifest's ``examples`` is run through the runner
-(in the tool's folder) and its stream checked (:mod:`cli.conformance`).
+(in the tool's folder) and its stream checked (:mod:`cli.commands.check_rules`).
 Every violation is printed with its fix; exit 0 when the tool conforms,
 1 when it does not, 2 when there is no such tool.
 """
@@ -16,12 +16,26 @@ import shlex
 import click
 
 from acor import exitcodes
+from acor.args import human_names
 
+from acor.cli.arguments import call_argv
 from acor.cli.commands.check_rules import (
     Violation, exit_warnings, expectation_violations, manifest_violations,
     stream_violations, wrapped_findings)
+from acor.cli.commands.info import echo_json, wants_json
+from acor.cli.discovery.config import ConfigError
 from acor.cli.discovery.resolve import Target, resolve
+from acor.cli.errors import LauncherError, UsageError, config_error
+from acor.cli.output.formats import report as report_error
 from acor.cli.textsafe import printable
+
+TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any
+
+    from acor.events import Event
+    from acor.cli.discovery.spec import ToolSpec
+    from acor.cli.run.result import RunResult
 
 def read_manifest(path: str) -> tuple[object, Violation | None]:
     try:
@@ -46,20 +60,18 @@ def _manifest_data(target: Target) -> tuple[object, Violation | None]:
     return read_manifest(target.manifest_path)
 
 
-def example_argv(spec, example: dict) -> list[str]:
+def example_argv(spec: ToolSpec, example: dict[str, Any]) -> list[str]:
     """The argv an example stands for: a list as it is, an object turned
     into one as `acor call` does (raises its UsageError)."""
     args = example["args"]
     if isinstance(args, list):
         return list(args)
-    from acor.cli.arguments import call_argv
     return call_argv(spec, args)
 
 
-def human_given(spec, example: dict) -> list[str]:
+def human_given(spec: ToolSpec, example: dict[str, Any]) -> list[str]:
     """The human-only arguments an example tries to give (by name in an
     object, as ``--name`` in a list)."""
-    from acor.args import human_names
     names = human_names(spec.args_schema)
     args = example.get("args")
     if isinstance(args, dict):
@@ -71,11 +83,41 @@ def human_given(spec, example: dict) -> list[str]:
                    if isinstance(w, str) and w.split("=", 1)[0] in flags})
 
 
-def check(target: Target) -> dict:
+def check(target: Target) -> dict[str, Any]:
     """Check ``target``; the report as a dict (see ``--json``)."""
-    report = {"tool": target.name, "manifest": target.manifest_path,
-              "conforms": False, "violations": [], "warnings": [],
-              "examples": []}
+    report: dict[str, Any] = {
+        "tool": target.name, "manifest": target.manifest_path,
+        "conforms": False, "violations": [], "warnings": [], "examples": []}
+    data, found = manifest_findings(target)
+    if target.spec is not None:
+        report["warnings"] += list(target.spec.warnings or [])
+    if found or target.spec is None:
+        report["violations"] = [v.to_dict() for v in found]
+        return report
+    examples = data.get("examples", []) if isinstance(data, dict) else []
+    if not examples:
+        report["warnings"].append(
+            "the manifest has no examples, so no run was checked: add "
+            '"examples": [{"args": [...], "exit_code": 0}]')
+    seen: set[str] = set()
+    for index, example in enumerate(examples):
+        argv = _runnable_argv(target.spec, example, index)
+        if isinstance(argv, Violation):
+            found.append(argv)
+            continue
+        outcome, problems, warnings = run_example(target, argv, example,
+                                                  index, seen)
+        report["examples"].append(outcome)
+        report["warnings"] += warnings
+        found += problems
+    report["violations"] = [v.to_dict() for v in found]
+    report["conforms"] = not found
+    return report
+
+
+def manifest_findings(target: Target) -> tuple[object, list[Violation]]:
+    """The manifest as read, and how it breaks the schema, or why acor
+    does not load it as a tool."""
     found = []
     data, unreadable = _manifest_data(target)
     if unreadable is not None:
@@ -93,48 +135,32 @@ def check(target: Target) -> dict:
                                "tool", "Put it in a tools dir: a folder "
                                "with manifest.json, or a <name>.json "
                                "wrapper manifest."))
-    if target.spec is not None:
-        report["warnings"] += list(target.spec.warnings or [])
-    if found or target.spec is None:
-        report["violations"] = [v.to_dict() for v in found]
-        return report
-    examples = data.get("examples", []) if isinstance(data, dict) else []
-    if not examples:
-        report["warnings"].append(
-            "the manifest has no examples, so no run was checked: add "
-            '"examples": [{"args": [...], "exit_code": 0}]')
-    from acor.cli.errors import UsageError
-    seen: set[str] = set()
-    for index, example in enumerate(examples):
-        given = human_given(target.spec, example)
-        if given:
-            names = ", ".join(repr(n) for n in given)
-            found.append(Violation(
-                f"manifest.examples[{index}].args",
-                f"the example gives {names}, which only a person may give "
-                "(\"x-acor\": {\"human\": true}): acor refuses it from "
-                "any caller, so the example can never run as written",
-                f"Remove {names} from the example. An example runs without "
-                "a person, so it shows the tool asking: \"exit_code\": 3, "
-                "\"events\": [\"input_needed\"]. Test a person's answer "
-                "with acor_run(..., human={...}) in the tool's tests."))
-            continue
-        try:
-            argv = example_argv(target.spec, example)
-        except UsageError as exc:
-            found.append(Violation(f"manifest.examples[{index}].args",
-                                   exc.details or exc.reason,
-                                   "Fix the example's values to fit "
-                                   "\"args\" (or fix \"args\")."))
-            continue
-        outcome, problems, warnings = run_example(target, argv, example,
-                                                  index, seen)
-        report["examples"].append(outcome)
-        report["warnings"] += warnings
-        found += problems
-    report["violations"] = [v.to_dict() for v in found]
-    report["conforms"] = not found
-    return report
+    return data, found
+
+
+def _runnable_argv(spec: ToolSpec, example: dict[str, Any], index: int
+                   ) -> list[str] | Violation:
+    """The argv of an example, or why it can never run as written (a
+    person's argument, a value ``args`` refuses)."""
+    given = human_given(spec, example)
+    if given:
+        names = ", ".join(repr(n) for n in given)
+        return Violation(
+            f"manifest.examples[{index}].args",
+            f"the example gives {names}, which only a person may give "
+            "(\"x-acor\": {\"human\": true}): acor refuses it from "
+            "any caller, so the example can never run as written",
+            f"Remove {names} from the example. An example runs without "
+            "a person, so it shows the tool asking: \"exit_code\": 3, "
+            "\"events\": [\"input_needed\"]. Test a person's answer "
+            "with acor_run(..., human={...}) in the tool's tests.")
+    try:
+        return example_argv(spec, example)
+    except UsageError as exc:
+        return Violation(f"manifest.examples[{index}].args",
+                         exc.details or exc.reason,
+                         "Fix the example's values to fit "
+                         "\"args\" (or fix \"args\").")
 
 
 class _Recorder:
@@ -142,18 +168,18 @@ class _Recorder:
     tool wrote after its ending (which the transcript leaves out)."""
 
     def __init__(self) -> None:
-        self.late_events: list = []
+        self.late_events: list[Event] = []
 
-    def emit(self, event) -> None:
+    def emit(self, event: Event) -> None:
         pass  # the result keeps them
 
-    def due(self):
+    def due(self) -> None:
         return None
 
     def tick(self) -> None:
         pass
 
-    def late(self, tool: str, event) -> None:
+    def late(self, tool: str, event: Event) -> None:
         self.late_events.append(event)
 
 
@@ -161,7 +187,7 @@ _DENIALS = ("Permission denied", "Operation not permitted",
             "Network is unreachable", "Read-only file system")
 
 
-def _denial(result) -> str | None:
+def _denial(result: RunResult) -> str | None:
     """The line of the tool's stderr or errors where the sandbox said no,
     if any."""
     texts = [result.stderr or ""] + [
@@ -169,14 +195,13 @@ def _denial(result) -> str | None:
     for text in texts:
         for line in text.splitlines():
             if any(word in line for word in _DENIALS):
-                from acor.cli.textsafe import printable
                 return printable(line.strip())[:300]
     return None
 
 
-def run_example(target: Target, argv: list[str], example: dict,
+def run_example(target: Target, argv: list[str], example: dict[str, Any],
                 index: int, seen: set[str] | None = None
-                ) -> tuple[dict, list[Violation], list[str]]:
+                ) -> tuple[dict[str, Any], list[Violation], list[str]]:
     """Run one example; its outcome, its violations and its warnings
     (``seen``: what the examples before it already warned of)."""
     # the launcher proper: only once it runs
@@ -238,7 +263,7 @@ def _first(warning: str, where: str, seen: set[str] | None) -> bool:
     return True
 
 
-def format_report(report: dict) -> str:
+def format_report(report: dict[str, Any]) -> str:
     """The report for people. Every value from the manifest, its examples
     or the tool's stream is printed on one line, control characters and
     line breaks escaped (``\\n``), so an example's argument holding
@@ -279,19 +304,15 @@ def check_command(ctx: click.Context, tool: str, as_json: bool) -> int:
     """Check that TOOL (a name, a tool folder or a manifest file) keeps the
     protocol: its manifest against the published schema, then each of its
     examples run and its stream checked. Exit 0 when it conforms."""
-    from acor.cli.discovery.config import ConfigError
-    from acor.cli.errors import LauncherError, config_error
-    from acor.cli.commands.info import echo_json, wants_json
-    from acor.cli.output.formats import report
     obj = ctx.find_root().obj or {}
     as_json = wants_json(ctx, as_json)
     fmt = "json" if as_json else obj.get("format")
     try:
         target = resolve(tool, config_path=obj.get("config"))
     except LauncherError as exc:
-        return report(exc, fmt)
+        return report_error(exc, fmt)
     except ConfigError as exc:
-        return report(config_error(exc), fmt)
+        return report_error(config_error(exc), fmt)
     report_ = check(target)
     if as_json:  # one line of strict JSON, as every command writes it
         echo_json(report_)

@@ -4,7 +4,7 @@ Two kinds of rule: the manifest's (the published JSON Schema
 ``acor/schemas/manifest.schema.json``, and what a schema cannot say about
 ``args``), and the stream's (what one run of an example wrote). Each
 broken rule is a :class:`Violation` with the fix, written for the tool's
-author. :mod:`cli.check` runs the tool and prints the report.
+author. :mod:`cli.commands.check` runs the tool and prints the report.
 """
 
 from __future__ import annotations
@@ -13,10 +13,30 @@ import json
 import re
 
 from acor import exitcodes
-from acor.events import Error, Status
+from collections.abc import Mapping
+
+from acor import args
+from acor.events import (Error, Event, InputNeeded, Output, Progress,
+                         Status, Text, Unknown)
+
+from acor.cli.package_data import schema_text
+
+TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any, Callable, Optional, Protocol, Sequence
+
+    from jsonschema import ValidationError
+
+    from acor.cli.discovery.spec import ToolSpec
+
+    class WrappedSpec(Protocol):
+        """What the rules of a wrapped program need of its spec: the
+        manifest's ``errors`` (exit code -> what it means)."""
+
+        errors: Optional[dict[str, Any]]
 
 # The endings the launcher writes itself when a run did not end on its own
-# (see acor.cli.runner): these are the tool's fault only for "no ending".
+# (see acor.cli.run.launch): these are the tool's fault only for "no ending".
 NO_ENDING = frozenset({"E_NO_FINAL_STATUS", "E_TOOL_CRASHED",
                        "E_TOOL_KILLED"})
 STOPPED = frozenset({"E_TIMEOUT", "E_IDLE_TIMEOUT"})
@@ -35,7 +55,7 @@ class Violation:
         self.problem = problem
         self.fix = fix
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, str]:
         return {"where": self.where, "problem": self.problem, "fix": self.fix}
 
     def __repr__(self) -> str:
@@ -44,9 +64,9 @@ class Violation:
 
 # --- the manifest -----------------------------------------------------------
 
-def load_schema() -> dict:
-    from acor.cli.package_data import schema_text
-    return json.loads(schema_text("manifest"))
+def load_schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(schema_text("manifest"))
+    return schema
 
 
 def manifest_violations(data: object) -> list[Violation]:
@@ -68,62 +88,112 @@ def manifest_violations(data: object) -> list[Violation]:
     return found
 
 
-def _where(path) -> str:
+def _where(path: Sequence[str | int]) -> str:
     parts = "".join(f"[{p}]" if isinstance(p, int) else f".{p}"
                     for p in path)
     return "manifest" + (parts if parts else "")
 
 
-def _schema_violation(error) -> Violation:
+def _schema_violation(error: ValidationError) -> Violation:
+    """One schema error in words for the tool's author: by the field it
+    is about, else by the rule it breaks, else the validator's message
+    and the field's description."""
     where = _where(error.absolute_path)
-    kind, detail = error.validator, error.validator_value
+    kind = str(error.validator)
+    if kind not in _RULES_FIRST:
+        about_field = _field_violation(error, where)
+        if about_field is not None:
+            return about_field
+    words = _BY_RULE.get(kind)
+    if words is not None:
+        return Violation(where, *words(error))
+    hint = _schema_of(error).get("description")
+    return Violation(where, error.message, hint or "See `acor schema "
+                     "manifest` for what this field takes.")
+
+
+def _field_violation(error: ValidationError, where: str
+                     ) -> Optional[Violation]:
+    """A field whose rules are said best together: the name, x-acor."""
     field = error.absolute_path[-1] if error.absolute_path else None
-    if kind == "required":
-        missing = [name for name in detail if name not in error.instance]
-        name = missing[0] if missing else detail[0]
-        return Violation(where, f"the required field {name!r} is missing",
-                         f"Add {json.dumps(name)}: {_EXAMPLE.get(name, '...')}"
-                         f" to {where}.")
-    if kind == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get(
-            "properties", {})))
-        import difflib
-        near = difflib.get_close_matches(extra[0], list(error.schema.get(
-            "properties", {})), n=1) if extra else []
-        fix = (f"Rename it to {near[0]!r}." if near else
-               "Remove it: it is not a manifest field (`acor schema "
-               "manifest` lists them).")
-        return Violation(where, f"unknown field {extra[0]!r}" if extra else
-                         error.message, fix)
-    if field == "name" and kind == "pattern":
+    if field == "name" and error.validator == "pattern":
         return Violation(where, f"the name {error.instance!r} is not "
                          "allowed", "Use 1-64 lowercase letters, digits, '-' "
                          "or '_', starting with a letter or digit "
                          '(like "my-tool").')
-    if field == "x-acor" or kind == "oneOf":
+    if field == "x-acor" or error.validator == "oneOf":
         return Violation(where, "x-acor must say how the value reaches the "
                          "command line", 'Write {"position": 0} for a '
                          'positional argument or {"flag": "--name"} for an '
                          'option (add "repeat": true for a list), or '
                          '{"human": true} for one only a person may give.')
-    if kind == "type":
-        return Violation(where, f"must be {_a(detail)}, not "
-                         f"{_json_type(error.instance)}",
-                         f"Write {_a(detail)} there.")
-    if kind in ("enum", "const"):
-        allowed = detail if kind == "enum" else [detail]
-        return Violation(where, f"{json.dumps(error.instance)} is not "
-                         "allowed", "Use one of: " + ", ".join(
-                             json.dumps(v) for v in allowed) + ".")
-    if kind in ("exclusiveMinimum", "minimum"):
-        return Violation(where, f"{error.instance} is too small",
-                         f"Use a number above {detail}." if kind ==
-                         "exclusiveMinimum" else f"Use {detail} or more.")
-    if kind in ("minLength", "minItems"):
-        return Violation(where, "must not be empty", "Give it a value.")
-    hint = error.schema.get("description")
-    return Violation(where, error.message, hint or "See `acor schema "
-                     "manifest` for what this field takes.")
+    return None
+
+
+def _schema_of(error: ValidationError) -> Mapping[str, Any]:
+    """The part of the schema ``error`` broke (a bool schema: none)."""
+    schema = error.schema
+    return schema if isinstance(schema, Mapping) else {}
+
+
+def _required(error: ValidationError) -> tuple[str, str]:
+    detail: Any = error.validator_value
+    instance: Any = error.instance
+    missing = [name for name in detail if name not in instance]
+    name = missing[0] if missing else detail[0]
+    return (f"the required field {name!r} is missing",
+            f"Add {json.dumps(name)}: {_EXAMPLE.get(name, '...')}"
+            f" to {_where(error.absolute_path)}.")
+
+
+def _unknown_field(error: ValidationError) -> tuple[str, str]:
+    known = list(_schema_of(error).get("properties", {}))
+    instance: Any = error.instance
+    extra = sorted(set(instance) - set(known))
+    if not extra:
+        return error.message, "Remove it: it is not a manifest field " \
+            "(`acor schema manifest` lists them)."
+    import difflib  # ~3 ms, and only for a misspelt field
+    near = difflib.get_close_matches(extra[0], known, n=1)
+    fix = (f"Rename it to {near[0]!r}." if near else
+           "Remove it: it is not a manifest field (`acor schema "
+           "manifest` lists them).")
+    return f"unknown field {extra[0]!r}", fix
+
+
+def _wrong_type(error: ValidationError) -> tuple[str, str]:
+    detail: Any = error.validator_value
+    return (f"must be {_a(detail)}, not {_json_type(error.instance)}",
+            f"Write {_a(detail)} there.")
+
+
+def _not_allowed(error: ValidationError) -> tuple[str, str]:
+    detail: Any = error.validator_value
+    allowed = detail if error.validator == "enum" else [detail]
+    return (f"{json.dumps(error.instance)} is not allowed",
+            "Use one of: " + ", ".join(json.dumps(v) for v in allowed) + ".")
+
+
+def _too_small(error: ValidationError) -> tuple[str, str]:
+    detail: Any = error.validator_value
+    return (f"{error.instance} is too small",
+            f"Use a number above {detail}." if error.validator ==
+            "exclusiveMinimum" else f"Use {detail} or more.")
+
+
+def _empty(error: ValidationError) -> tuple[str, str]:
+    return "must not be empty", "Give it a value."
+
+
+# Rules said as themselves wherever they are broken, the name and x-acor
+# included.
+_RULES_FIRST = ("required", "additionalProperties")
+# A schema rule -> the problem and the fix for an error of it.
+_BY_RULE: dict[str, Callable[[ValidationError], tuple[str, str]]] = {
+    "required": _required, "additionalProperties": _unknown_field,
+    "type": _wrong_type, "enum": _not_allowed, "const": _not_allowed,
+    "exclusiveMinimum": _too_small, "minimum": _too_small,
+    "minLength": _empty, "minItems": _empty}
 
 
 _EXAMPLE = {"name": '"my-tool"', "description": '"What the tool does"',
@@ -133,7 +203,7 @@ _EXAMPLE = {"name": '"my-tool"', "description": '"What the tool does"',
             "x-acor": '{"position": 0}', "properties": "{...}"}
 
 
-def _a(kind) -> str:
+def _a(kind: str | list[str]) -> str:
     kinds = kind if isinstance(kind, list) else [kind]
     words = {"object": "an object", "array": "a list", "string": "a string",
              "integer": "a whole number", "number": "a number",
@@ -141,7 +211,7 @@ def _a(kind) -> str:
     return " or ".join(words.get(k, str(k)) for k in kinds)
 
 
-def _json_type(value) -> str:
+def _json_type(value: object) -> str:
     if isinstance(value, bool):
         return json.dumps(value)
     if isinstance(value, (int, float)):
@@ -153,12 +223,11 @@ def _json_type(value) -> str:
     return "an object" if isinstance(value, dict) else "null"
 
 
-def args_violations(schema: dict) -> list[Violation]:
+def args_violations(schema: dict[str, Any]) -> list[Violation]:
     """Defaults that do not fit their own property (the JSON Schema cannot
     say so). The shape of ``args`` (positions, flags) is discovery's to
     check: a manifest it skips is reported with its reason; the examples'
     values are checked as `acor call` checks a call, when they run."""
-    from acor import args
     if args.schema_problems(schema):
         return []
     found = []
@@ -174,7 +243,8 @@ def args_violations(schema: dict) -> list[Violation]:
 
 # --- one run ----------------------------------------------------------------
 
-def strip_launcher_ending(events: list, error_code: str | None) -> list:
+def strip_launcher_ending(events: list[Event], error_code: str | None
+                          ) -> list[Event]:
     """The tool's own events: without the Error and Failed the launcher
     adds when a run did not end (a crash, no final status, a timeout),
     without stderr and the result line."""
@@ -186,11 +256,12 @@ def strip_launcher_ending(events: list, error_code: str | None) -> list:
     return own
 
 
-def stream_violations(events: list, where: str, *,
+def stream_violations(events: list[Event], where: str, *,
                       tool_exit_code: int | None,
                       error_code: str | None = None,
                       state: str | None = None,
-                      late: list | tuple = ()) -> list[Violation]:
+                      late: list[Event] | tuple[Event, ...] = ()
+                      ) -> list[Violation]:
     """Every way one run's stream breaks the protocol. ``events``: all the
     run's events as the runner gives them; ``late``: what the tool wrote
     after its ending (the transcript leaves it out); ``tool_exit_code``:
@@ -203,33 +274,15 @@ def stream_violations(events: list, where: str, *,
                      "(a small input), or raise \"timeout\" in the "
                      "manifest; call tool.heartbeat() during long silent "
                      "work."))
-    late = [e for e in late if e.type != "text" or e.text.strip()]
-    hung = [e for e in late if e.type == "error" and e.code in STOPPED]
-    if hung:
-        found.append(Violation(where, "the tool did not exit after its "
-                     f"ending and was stopped ({hung[0].code})", "Exit "
-                     "right after the final status: stop threads and "
-                     "child processes first (a daemon thread, or join)."))
-        late = [e for e in late if e not in hung]
-    own = strip_launcher_ending(events, error_code) + late
-    meaningful = [e for e in own if not (e.type == "text" and
-                                         not e.text.strip())]
-    if not meaningful or meaningful[0] != Status("ready"):
-        first = _describe(meaningful[0]) if meaningful else "nothing"
-        found.append(Violation(where, "the run does not start with "
-                     f"`## Status: Ready` (it starts with {first})", _START))
+    late = [e for e in late if not _blank(e)]
+    hung = _hung(late, where)
+    found += hung
+    own = strip_launcher_ending(events, error_code) + [
+        e for e in late if not _stopped(e)]
+    found += _start_violations(own, where)
     found += _raw_sections(own, where)
-    for event in own:
-        if event.type == "unknown":
-            found.append(_unknown(event, where))
-        elif event.type == "progress" and not 0 <= event.percent <= 100:
-            found.append(Violation(where, f"progress {event.percent}% is "
-                         "outside 0-100", _PROGRESS_FIX))
-        elif event.type == "error" and not event.code:
-            found.append(Violation(where, f"the error {event.title!r} has "
-                         "no code", 'Give every error a code: tool.error('
-                         '"E_SOMETHING", message) (acor_error E_SOMETHING '
-                         'MESSAGE in bash).'))
+    found += [v for v in map(_section_violation, own, [where] * len(own))
+              if v is not None]
     ending = _ending(own, where, found, error_code)
     if ending is not None and tool_exit_code is not None and \
             tool_exit_code >= 0 and state != "timeout" and not hung:
@@ -237,21 +290,68 @@ def stream_violations(events: list, where: str, *,
     return found
 
 
+def _blank(event: Event) -> bool:
+    """Raw text of nothing but white space: no part of the stream."""
+    return isinstance(event, Text) and not event.text.strip()
+
+
+def _stopped(event: Event) -> bool:
+    return isinstance(event, Error) and event.code in STOPPED
+
+
+def _hung(late: list[Event], where: str) -> list[Violation]:
+    """The tool did not exit after its ending: acor stopped it."""
+    stopped = [e for e in late if isinstance(e, Error) and _stopped(e)]
+    if not stopped:
+        return []
+    return [Violation(where, "the tool did not exit after its ending and "
+                      f"was stopped ({stopped[0].code})", "Exit right "
+                      "after the final status: stop threads and child "
+                      "processes first (a daemon thread, or join).")]
+
+
+def _start_violations(own: list[Event], where: str) -> list[Violation]:
+    """A run starts with `## Status: Ready` (blank text before it aside)."""
+    meaningful = [e for e in own if not _blank(e)]
+    if meaningful and meaningful[0] == Status("ready"):
+        return []
+    first = _describe(meaningful[0]) if meaningful else "nothing"
+    return [Violation(where, "the run does not start with "
+                      f"`## Status: Ready` (it starts with {first})",
+                      _START)]
+
+
+def _section_violation(event: Event, where: str) -> Optional[Violation]:
+    """A section the tool wrote wrong: malformed, a progress out of
+    0-100, an error with no code."""
+    if isinstance(event, Unknown):
+        return _unknown(event, where)
+    if isinstance(event, Progress) and not 0 <= event.percent <= 100:
+        return Violation(where, f"progress {event.percent}% is "
+                         "outside 0-100", _PROGRESS_FIX)
+    if isinstance(event, Error) and not event.code:
+        return Violation(where, f"the error {event.title!r} has "
+                         "no code", 'Give every error a code: tool.error('
+                         '"E_SOMETHING", message) (acor_error E_SOMETHING '
+                         'MESSAGE in bash).')
+    return None
+
+
 _PROGRESS_FIX = ("Report progress as a number from 0 to 100: "
                  "tool.progress(42) or tool.progress(0.42) "
                  "(acor_progress 42 in bash).")
 
 
-def _describe(event) -> str:
-    if event.type == "text":
+def _describe(event: Event) -> str:
+    if isinstance(event, Text):
         line = event.text.strip().split("\n")[0]
         return f"raw text {line[:60]!r}"
-    if event.type == "status":
+    if isinstance(event, Status):
         return f"`## Status: {event.state.capitalize()}`"
     return f"a {event.type} section"
 
 
-def wrapped_findings(events: list, where: str, spec, *,
+def wrapped_findings(events: list[Event], where: str, spec: WrappedSpec, *,
                      tool_exit_code: int | None,
                      error_code: str | None = None,
                      state: str | None = None,
@@ -265,7 +365,8 @@ def wrapped_findings(events: list, where: str, spec, *,
     that would read as ACOR sections (relayed escaped, as the program's
     output: never obeyed, but never a section either), each line once
     for all the runs that share ``seen``."""
-    found, warnings = [], []
+    found: list[Violation] = []
+    warnings: list[str] = []
     if state == "timeout" or error_code in STOPPED:
         found.append(Violation(where, "the run was stopped by a timeout "
                      f"({error_code})", "Make the example finish quickly "
@@ -284,7 +385,7 @@ def wrapped_findings(events: list, where: str, spec, *,
     seen = set() if seen is None else seen
     said = 0
     for event in events:
-        if event.type not in ("output", "text"):
+        if not isinstance(event, (Output, Text)):
             continue
         for line in _HEADING_LINE.findall(event.text):
             if line not in seen and said < 3:
@@ -302,12 +403,13 @@ def wrapped_findings(events: list, where: str, spec, *,
     return found, warnings
 
 
-def exit_warnings(events: list, where: str, spec) -> list[str]:
+def exit_warnings(events: list[Event], where: str, spec: ToolSpec
+                  ) -> list[str]:
     """What an agent got when the tool ended itself inside ``with
     AcorTool()`` (sys.exit, its own argparse): the library reports it, so
     nothing is lost, but the author can say more. Each the first time."""
     warnings = []
-    errors = [e for e in events if e.type == "error"]
+    errors = [e for e in events if isinstance(e, Error)]
     exits = [e for e in errors if re.fullmatch(r"E_EXIT_\d+", e.code or "")]
     if exits:
         code = exits[0].code
@@ -330,12 +432,12 @@ def exit_warnings(events: list, where: str, spec) -> list[str]:
     return warnings
 
 
-def _raw_sections(own, where):
+def _raw_sections(own: list[Event], where: str) -> list[Violation]:
     """Text that reads as a section: the tool printed a heading itself.
     It is relayed escaped, as text: it is never obeyed."""
     found, seen = [], set()
     for event in own:
-        if event.type != "text":
+        if not isinstance(event, Text):
             continue
         for line in _HEADING_LINE.findall(event.text):
             if line in seen:
@@ -351,7 +453,7 @@ def _raw_sections(own, where):
     return found[:5]
 
 
-def _unknown(event, where):
+def _unknown(event: Unknown, where: str) -> Violation:
     if event.heading.startswith("Progress"):
         fix = _PROGRESS_FIX
     else:
@@ -361,12 +463,13 @@ def _unknown(event, where):
                      f"malformed: {event.reason}", fix)
 
 
-def _ending(own, where, found, error_code):
+def _ending(own: list[Event], where: str, found: list[Violation],
+            error_code: str | None) -> str | None:
     """The run's ending (a final state, or "input_needed"), or None when
     it has none; reports a missing, repeated or early ending."""
     endings = [(i, e) for i, e in enumerate(own)
-               if (e.type == "status" and e.is_final) or
-               e.type == "input_needed"]
+               if (isinstance(e, Status) and e.is_final) or
+               isinstance(e, InputNeeded)]
     if not endings and error_code in STOPPED:
         return None  # reported as a timeout: the tool was not let finish
     if not endings:
@@ -383,18 +486,20 @@ def _ending(own, where, found, error_code):
                      "Write exactly one final status (or one Input "
                      "Needed), last: nothing after tool.stop()."))
     index, event = endings[0]
-    late = [e for e in own[index + 1:] if e.type != "text" or e.text.strip()]
+    late = [e for e in own[index + 1:] if not _blank(e)]
     if late and len(endings) == 1:
         found.append(Violation(where, f"{_describe(late[0])} comes after "
                      "the ending", "Write nothing after the final status "
                      "or Input Needed."))
-    return "input_needed" if event.type == "input_needed" else event.state
+    return event.state if isinstance(event, Status) else "input_needed"
 
 
-def _exit_agrees(ending, own, tool_exit_code, where):
+def _exit_agrees(ending: str, own: list[Event], tool_exit_code: int,
+                 where: str) -> list[Violation]:
     expected = exitcodes.OF_ENDING.get(ending)
-    errors = [e for e in own if e.type == "error"]
-    usage = ending == "failed" and errors and errors[-1].code == "E_USAGE"
+    errors = [e for e in own if isinstance(e, Error)]
+    usage = ending == "failed" and bool(errors) and \
+        errors[-1].code == "E_USAGE"
     if usage:
         expected = exitcodes.USAGE
     if expected is None or tool_exit_code == expected:
@@ -409,7 +514,8 @@ def _exit_agrees(ending, own, tool_exit_code, where):
             f"exit {expected} yourself.")]
 
 
-def expectation_violations(example: dict, exit_code: int, events: list,
+def expectation_violations(example: dict[str, Any], exit_code: int,
+                           events: list[Event],
                            where: str) -> list[Violation]:
     """What the example promised: its exit code, its event types in
     order (others may come between)."""

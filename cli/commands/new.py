@@ -440,22 +440,38 @@ def new_command(name: str, directory: str | None, wrap: str | None,
                            "remove it first if you mean to start over.")
     os.makedirs(tools_dir, exist_ok=True)
     if argv:
-        _write(target, json.dumps(wrapper_manifest(name, argv), indent=2)
-               + "\n")
-        click.echo(f"Created {_shown(target)}: a wrapper for "
-                   f"{shlex.join(argv)}.")
-        if shutil.which(argv[0]) is None and argv[0] != "{python}":
-            click.echo(f"warning: {argv[0]} is not on PATH here; the "
-                       "example will fail until it is.")
+        _create_wrapper(target, name, argv)
     else:
-        os.mkdir(target)
-        files = approval_files(name) if approval else tool_files(name)
-        for rel, text in files.items():
-            _write(os.path.join(target, rel), text)
-        click.echo(f"Created {_shown(target)}/: manifest.json (name, args, "
-                   "examples), cli.py, sample.txt and "
-                   f"test_{name.replace('-', '_')}.py.")
-    found = tools_dir in config.tools_dirs
+        _create_folder(target, name, approval)
+    _say_next(tools_dir in config.tools_dirs, tools_dir, target, name,
+              bool(argv))
+    return exitcodes.OK
+
+
+def _create_wrapper(target: str, name: str, argv: list[str]) -> None:
+    _write(target, json.dumps(wrapper_manifest(name, argv), indent=2)
+           + "\n")
+    click.echo(f"Created {_shown(target)}: a wrapper for "
+               f"{shlex.join(argv)}.")
+    if shutil.which(argv[0]) is None and argv[0] != "{python}":
+        click.echo(f"warning: {argv[0]} is not on PATH here; the "
+                   "example will fail until it is.")
+
+
+def _create_folder(target: str, name: str, approval: bool) -> None:
+    os.mkdir(target)
+    files = approval_files(name) if approval else tool_files(name)
+    for rel, text in files.items():
+        _write(os.path.join(target, rel), text)
+    click.echo(f"Created {_shown(target)}/: manifest.json (name, args, "
+               "examples), cli.py, sample.txt and "
+               f"test_{name.replace('-', '_')}.py.")
+
+
+def _say_next(found: bool, tools_dir: str, target: str, name: str,
+              wrapped: bool) -> None:
+    """What to run next: check the tool, run its test; a warning when
+    ``tools_dir`` is not one this project searches (not ``found``)."""
     if not found:
         click.echo(f"warning: {_shown(tools_dir)} is not one of this "
                    "project's tools dirs, so `acor " + name + "` will not "
@@ -463,9 +479,8 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     click.echo("Next:")
     click.echo("  acor check " + (name if found else
                                   shlex.quote(_shown(target))))
-    if not argv:
+    if not wrapped:
         click.echo("  " + _test_command(target))
-    return exitcodes.OK
 
 
 def _conflict(name: str, wrap: str | None, approval: bool,

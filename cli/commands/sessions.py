@@ -16,6 +16,8 @@ JSON) is listed as an error row, never followed or read whole; every path
 printed has its control characters made visible.
 """
 
+from __future__ import annotations
+
 import json
 import os
 
@@ -31,21 +33,30 @@ from acor.sessions import (
     validate_tool_name,
 )
 
+from acor._safefs import Unsafe
+
+from acor.cli.errors import LauncherError
+from acor.cli.output.formats import report
+from acor.cli.output.spill import clear_outputs, output_dir
 from acor.cli.textsafe import printable
+
+TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import NoReturn, Optional
 
 _LIST_HINT = "Run `acor sessions` to see the saved sessions."
 
 
-def _fail(ctx, fmt, title, code, recovery, details=None,
-          exit_code=exitcodes.USAGE, next=None):
-    from acor.cli.errors import LauncherError
-    from acor.cli.output.formats import report
+def _fail(ctx: click.Context, fmt: Optional[str], title: str, code: str,
+          recovery: str, details: Optional[str] = None,
+          exit_code: int = exitcodes.USAGE,
+          next: Optional[list[str]] = None) -> NoReturn:
     report(LauncherError(title, recovery, code=code, details=details,
                          exit_code=exit_code, next=next), fmt)
     ctx.exit(exit_code)
 
 
-def _tools_with(state_dir, session_id):
+def _tools_with(state_dir: str, session_id: str) -> list[str]:
     """The tools that have a file for ``session_id`` (valid or corrupt: a
     link, a FIFO or a device too, so that it can be cleared)."""
     names = sorted(os.listdir(state_dir)) if os.path.isdir(state_dir) else []
@@ -73,7 +84,8 @@ def _tools_with(state_dir, session_id):
                    "--clear ID when several tools have a session with that "
                    "id).")
 @click.pass_context
-def sessions(ctx, as_json, clear_id, clear_output, tool):
+def sessions(ctx: click.Context, as_json: bool, clear_id: Optional[str],
+             clear_output: bool, tool: Optional[str]) -> None:
     """List saved sessions (tool, session, last checkpoint, time, count),
     delete one with --clear ID, or the whole-output files of past runs
     with --clear-output."""
@@ -91,6 +103,17 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
               "(`acor sessions` lists them); `acor sessions --clear-output` "
               "deletes the files holding the whole output of past runs.",
               next=["acor", "sessions"])
+    _check_names(ctx, fmt, tool, clear_id)
+    if clear_output:
+        _clear_output(ctx, fmt, state_dir, tool, as_json)
+    if clear_id is not None:
+        _clear_session(ctx, fmt, state_dir, clear_id, tool, as_json)
+    elif not clear_output:
+        _list(state_dir, tool, as_json)
+
+
+def _check_names(ctx: click.Context, fmt: Optional[str],
+                 tool: Optional[str], clear_id: Optional[str]) -> None:
     try:
         if tool is not None:
             validate_tool_name(tool)
@@ -98,52 +121,45 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
             validate_session_id(clear_id)
     except ValueError as exc:
         _fail(ctx, fmt, str(exc), "E_USAGE", _LIST_HINT)
-    if clear_output:
-        from acor._safefs import Unsafe
-        from acor.cli.output.budget import clear_outputs, output_dir
-        where = output_dir(state_dir)
-        try:
-            removed = clear_outputs(state_dir, tool)
-        except Unsafe as exc:
-            _fail(ctx, fmt, "The output folder is not one acor made",
-                  "E_UNSAFE_OUTPUT_DIR", "Nothing was deleted. Look at it "
-                  "and remove it yourself if nothing needs it; acor makes "
-                  "a new one.", printable(exc.reason), exitcodes.FAILED)
-        except OSError as exc:
-            _fail(ctx, fmt, "The output folder cannot be read",
-                  "E_UNSAFE_OUTPUT_DIR", "Nothing was deleted.",
-                  printable(f"{where}: {exc.strerror or exc}"),
-                  exitcodes.FAILED)
-        if as_json:
-            click.echo(json.dumps({"cleared_output": {
-                "files": removed, "dir": where, "tool": tool}}))
-        else:
-            of = f" of {tool}" if tool else ""
-            click.echo(f"Removed {removed} output file(s){of} from "
-                       f"{printable(where)}.")
-        if clear_id is None:
-            return
-    if clear_id is None:
-        _list(state_dir, tool, as_json)
-        return
+
+
+def _clear_output(ctx: click.Context, fmt: Optional[str], state_dir: str,
+                  tool: Optional[str], as_json: bool) -> None:
+    """``--clear-output``: remove the whole-output files of past runs."""
+    where = output_dir(state_dir)
+    try:
+        removed = clear_outputs(state_dir, tool)
+    except Unsafe as exc:
+        _fail(ctx, fmt, "The output folder is not one acor made",
+              "E_UNSAFE_OUTPUT_DIR", "Nothing was deleted. Look at it "
+              "and remove it yourself if nothing needs it; acor makes "
+              "a new one.", printable(exc.reason), exitcodes.FAILED)
+    except OSError as exc:
+        _fail(ctx, fmt, "The output folder cannot be read",
+              "E_UNSAFE_OUTPUT_DIR", "Nothing was deleted.",
+              printable(f"{where}: {exc.strerror or exc}"),
+              exitcodes.FAILED)
+    if as_json:
+        click.echo(json.dumps({"cleared_output": {
+            "files": removed, "dir": where, "tool": tool}}))
+    else:
+        of = f" of {tool}" if tool else ""
+        click.echo(f"Removed {removed} output file(s){of} from "
+                   f"{printable(where)}.")
+
+
+def _clear_session(ctx: click.Context, fmt: Optional[str], state_dir: str,
+                   clear_id: str, tool: Optional[str], as_json: bool
+                   ) -> None:
+    """``--clear ID``: delete one session of one tool."""
     tools = [tool] if tool else _tools_with(state_dir, clear_id)
     if len(tools) > 1:
         _fail(ctx, fmt, f"Session '{clear_id}' exists for several tools: "
               f"{', '.join(tools)}", "E_AMBIGUOUS_SESSION",
               f"Name the tool: `acor sessions --clear {clear_id} "
               f"--tool {tools[0]}`.")
-    try:
-        store = SessionStore(state_dir, tools[0]) if tools else None
-        cleared = store is not None and store.clear(clear_id)
-    except TimeoutError as exc:
-        _fail(ctx, fmt, f"Session '{clear_id}' is locked", "E_SESSION_LOCKED",
-              "Wait for the tool that is saving it to finish, then retry.",
-              printable(exc), exitcodes.FAILED)
-    except CorruptSessionError as exc:  # e.g. the tool folder is a link
-        _fail(ctx, fmt, f"Session '{clear_id}' cannot be cleared",
-              "E_CORRUPT_SESSION", f"Remove {printable(exc.path)} yourself "
-              "if nothing needs it.", printable(exc), exitcodes.FAILED)
-    if not cleared:
+    store = SessionStore(state_dir, tools[0]) if tools else None
+    if store is None or not _cleared(ctx, fmt, store, clear_id):
         where = f" for tool '{tool}'" if tool else ""
         _fail(ctx, fmt, f"No session '{clear_id}'{where}",
               "E_UNKNOWN_SESSION", _LIST_HINT,
@@ -158,7 +174,23 @@ def sessions(ctx, as_json, clear_id, clear_output, tool):
                    f"({printable(path)}).")
 
 
-def _list(state_dir, tool, as_json):
+def _cleared(ctx: click.Context, fmt: Optional[str], store: SessionStore,
+             clear_id: str) -> bool:
+    """Whether the session was there and is deleted now."""
+    try:
+        return bool(store.clear(clear_id))
+    except TimeoutError as exc:
+        _fail(ctx, fmt, f"Session '{clear_id}' is locked", "E_SESSION_LOCKED",
+              "Wait for the tool that is saving it to finish, then retry.",
+              printable(str(exc)), exitcodes.FAILED)
+    except CorruptSessionError as exc:  # e.g. the tool folder is a link
+        _fail(ctx, fmt, f"Session '{clear_id}' cannot be cleared",
+              "E_CORRUPT_SESSION", f"Remove {printable(exc.path)} yourself "
+              "if nothing needs it.", printable(str(exc)), exitcodes.FAILED)
+    return False
+
+
+def _list(state_dir: str, tool: Optional[str], as_json: bool) -> None:
     found = list_sessions(state_dir, tool)
     if as_json:
         click.echo(json.dumps({"state_dir": state_dir, "sessions":

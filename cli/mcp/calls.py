@@ -44,7 +44,9 @@ from acor.cli.mcp.questions import (Context, FormQuestion, Gathered,
                                     how_to_ask, not_asked, with_text)
 from acor.cli.mcp.retry import SealedRetry, mint, read_state
 from acor.cli.mcp.tools import Catalog, tool_args
+from acor.cli.output.budget import Budget
 from acor.cli.output.formats import write_stderr
+from acor.cli.output.spill import output_dir
 from acor.cli.run.own_secrets import host_secrets
 from acor.cli.run.request import build_request
 from acor.cli.run.result import RunResult
@@ -179,11 +181,10 @@ class CallHandler:
 def _budget(sink, request):
     """``sink`` within the run's output budget (0: none), its whole output
     spilled under the state dir: both worked out in the request."""
-    from acor.cli.output.budget import Budget, mcp_cost, output_dir
     if not request.max_output:
         return sink
     return Budget(sink, request.max_output, output_dir(request.state_dir),
-                  request.tool, mcp_cost)
+                  request.tool, results.mcp_cost)
 
 
 class _Sink:

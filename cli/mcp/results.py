@@ -35,7 +35,9 @@ from acor.events import (AIDirective, Checkpoint, Error, Event, Heartbeat,
 
 from acor.cli.errors import UsageError
 from acor.cli.handlers import EventHandler
-from acor.cli.output.budget import Note
+from acor.cli.output.cost import RESULT_RESERVE, Cost
+from acor.cli.output.jsonline import json_line
+from acor.cli.output.notes import Note
 
 from acor.cli.mcp.nextcall import next_text
 from acor.cli.mcp.tools import ServedTools
@@ -464,3 +466,34 @@ def _field_text(prop: dict[str, Any]) -> str:
             parts.append(f"{key} {prop[key]}")
     description = prop.get("description")
     return f"({'; '.join(parts)})" + (f" {description}" if description else "")
+
+
+# Progress and statuses go out as notifications or in ``_meta``.
+MCP_SILENT = frozenset({"progress", "status", "checkpoint", "session",
+                        "heartbeat"})
+
+
+class McpCost(Cost):
+    """What an event adds to an MCP result: its content as JSON (progress
+    and statuses: nothing). Output Data counts twice (its text, and
+    ``structuredContent`` when last); an Input Needed once and a half (its
+    text lists the fields and the next call). The tool's stderr goes to
+    the server's log, not to the client."""
+
+    reserve = RESULT_RESERVE + 256
+
+    def __call__(self, event: Event) -> int:
+        if event.type in MCP_SILENT:
+            return 0
+        size = len(json_line(event.to_dict())) + 32
+        if event.type == "output_data":
+            return 2 * size
+        if event.type == "input_needed":
+            return size + size // 2 + 256
+        return size
+
+    def stderr_cost(self, data: bytes) -> int:
+        return 0
+
+
+mcp_cost = McpCost()

@@ -4,7 +4,7 @@ Every format is one entry of :data:`FORMATS`; a new format touches this
 file and, if it needs a module of its own, that module. A format is a sink
 with ``emit(event)``, ``stderr(data)`` (the tool's stderr), ``late(tool,
 event)`` (output after the final status), ``result(result)`` (the run's
-:class:`cli.result.RunResult`) and ``close()``.
+:class:`cli.run.result.RunResult`) and ``close()``.
 
 Every line is written whole: :func:`write_all` loops until the kernel took
 every byte, so neither a signal nor an unbuffered stdout
@@ -17,15 +17,25 @@ import os
 import sys
 import time
 
+from acor.events import Error, Result, Status, Text
+
+from acor.cli.output.cost import RESULT_RESERVE, Cost, shown_stderr
 from acor.cli.output.jsonline import event_line, json_encoders
 from acor.cli.textsafe import StreamCleaner, clean_event, clean_value
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Callable, Optional
+    from typing import Any, BinaryIO, Callable, Optional, Protocol
 
     from acor.errors import AcorError
     from acor.events import Event
+
+    Out = Optional[BinaryIO]  # a binary file, or None: acor's stdout
+
+    class RunRecord(Protocol):
+        """What a format needs of a run's result: its record."""
+
+        def to_dict(self) -> dict[str, Any]: ...
 
 # Events whose JSON holds nothing but strings (and the launcher's keys):
 # the bulk of a flood, and safe for a compiled encoder (see JsonSink).
@@ -34,7 +44,7 @@ _STRING_EVENTS = frozenset({"text", "output", "stderr"})
 STDERR_EVENT_LIMIT = 1 << 20  # bytes of tool stderr carried as JSON events
 
 
-def write_all(out, data: bytes) -> None:
+def write_all(out: Out, data: bytes) -> None:
     """Write every byte of ``data`` to ``out``: a binary file object, or
     None for acor's stdout. A real stdout is written with os.write until the
     kernel took every byte, so that no layer can drop part of a line; a
@@ -51,11 +61,12 @@ def write_all(out, data: bytes) -> None:
             while view:
                 view = view[os.write(fd, view):]
             return
-        out = getattr(stdout, "buffer", None)
-        if out is None:
+        buffer: Out = getattr(stdout, "buffer", None)
+        if buffer is None:
             stdout.write(data.decode("utf-8"))
             stdout.flush()
             return
+        out = buffer
     out.write(data)
     out.flush()
 
@@ -79,8 +90,7 @@ def write_stderr(text: str) -> None:
         pass
 
 
-def _late_note(tool: str, event: Event, said: set) -> None:
-    from acor.events import Error, Text
+def _late_note(tool: str, event: Event, said: set[str]) -> None:
     event = clean_event(event)
     if isinstance(event, Text) and not event.text:
         return
@@ -99,10 +109,13 @@ class _Format:
     code's to tell."""
 
     def __init__(self) -> None:
-        self._late: set = set()
+        self._late: set[str] = set()
         # The tool's stderr is data too: no escape sequence or control
         # byte of it reaches the agent's (or a person's) terminal.
         self._stderr_text = StreamCleaner()
+
+    def emit(self, event: Event) -> None:
+        raise NotImplementedError  # each format writes its own way
 
     def stderr(self, data: bytes) -> None:
         write_stderr(self._stderr_text.feed(data.decode("utf-8", "replace")))
@@ -113,16 +126,16 @@ class _Format:
     def started(self) -> None:
         """The tool is starting up: load what writing needs now, in that
         time, so that no section waits for an import (see
-        :func:`cli.runner.run`)."""
+        :func:`cli.run.launch.run`)."""
         from acor import grammar  # noqa: F401  (render's, and late notes')
 
-    def result(self, result) -> None:
+    def result(self, result: RunRecord) -> None:
         write_stderr(self._stderr_text.flush())
 
     def close(self) -> None:
         pass
 
-    def close_failed(self, error) -> None:
+    def close_failed(self, error: AcorError) -> None:
         self.close()
 
 
@@ -130,7 +143,7 @@ class MarkdownSink(_Format):
     """The canonical ACOR stream. Every section is re-rendered from its
     event, so the launcher's output is escaped whatever the tool sent."""
 
-    def __init__(self, tool: str, out=None) -> None:
+    def __init__(self, tool: str, out: Out = None) -> None:
         super().__init__()
         self.out = out
         self._after_text = False
@@ -147,13 +160,31 @@ class MarkdownSink(_Format):
         write_all(self.out, text.encode("utf-8", "replace"))
 
 
+class MarkdownCost(Cost):
+    """A section as Markdown writes it, its blank line included. The
+    tool's stderr goes to acor's stderr, cleaned, and nothing follows the
+    final status."""
+
+    def __call__(self, event: Event) -> int:
+        return len(render(event).encode("utf-8", "replace")) + 1
+
+    def rendered(self, event: Event, markdown: bytes) -> int:
+        return len(markdown) + 1
+
+    def stderr_cost(self, data: bytes) -> int:
+        return len(shown_stderr(data).encode("utf-8", "replace"))
+
+
+markdown_cost = MarkdownCost()
+
+
 class JsonSink(_Format):
     """One strict JSON object per line (schema 2, see
     :func:`acor.jsonlines.line_record`): the event's keys that are not
     null or at their default, and ``v``; the tool's stderr as ``stderr``
     events; the ``result`` line last."""
 
-    def __init__(self, tool: str, out=None) -> None:
+    def __init__(self, tool: str, out: Out = None) -> None:
         super().__init__()
         self.out = out
         self.tool = tool
@@ -164,7 +195,7 @@ class JsonSink(_Format):
         super().started()
         json_encoders()
 
-    def _write(self, record: dict) -> None:
+    def _write(self, record: dict[str, Any]) -> None:
         # Only strings and the launcher's own numbers: the bulk of a flood.
         finite = record["type"] in _STRING_EVENTS
         write_all(self.out, event_line(record, finite))
@@ -183,7 +214,7 @@ class JsonSink(_Format):
         if text:
             self._write({"type": "stderr", "text": text})
 
-    def result(self, result) -> None:
+    def result(self, result: RunRecord) -> None:
         held = self._stderr_text.flush()
         if held:
             self._write({"type": "stderr", "text": held})
@@ -193,18 +224,35 @@ class JsonSink(_Format):
                 f"carried in JSON; over {STDERR_EVENT_LIMIT} bytes]")})
         self._write(clean_value(result.to_dict()))
 
-    def close_failed(self, error) -> None:
+    def close_failed(self, error: AcorError) -> None:
         """The result line of a run that never started."""
-        from acor.events import Result
         self._write(clean_value(Result(
             error.exit_code, "failed", error.code, tool=self.tool,
             next=error.next).to_dict()))
 
 
+class JsonCost(Cost):
+    """An event's line, the tool's stderr as ``stderr`` events, and the
+    result line last (reserved)."""
+
+    reserve = RESULT_RESERVE
+
+    def __call__(self, event: Event) -> int:
+        return len(event_line(event.to_dict()))
+
+    def stderr_cost(self, data: bytes) -> int:
+        return len(event_line({"type": "stderr",
+                               "text": shown_stderr(data)}))
+
+
+json_cost = JsonCost()
+
+
 class RichFormat(_Format):
     """The rich view (imported only when asked: rich costs ~30 ms)."""
 
-    def __init__(self, tool: str, out=None) -> None:
+    def __init__(self, tool: str, out: Out = None) -> None:
+        # rich costs ~30 ms: loaded only for the rich view.
         from acor.cli.output.rich_view import RichSink
         # A terminal that cannot show a character gets "?", not a crash.
         if out is None and hasattr(sys.stdout, "reconfigure"):
@@ -220,7 +268,7 @@ class RichFormat(_Format):
 
 
 # name -> (factory(tool, out), coalesce progress when piped)
-FORMATS: dict[str, tuple[Callable, bool]] = {
+FORMATS: dict[str, tuple[Callable[[str, Out], _Format], bool]] = {
     "markdown": (MarkdownSink, True),
     "json": (JsonSink, True),
     "rich": (RichFormat, False),  # its live bar shows every progress
@@ -241,10 +289,10 @@ class Coalescer:
 
     COALESCED = ("progress", "checkpoint")
 
-    def __init__(self, sink, floor: float) -> None:
-        self.sink = sink
+    def __init__(self, sink: Any, floor: float) -> None:
+        self.sink = sink  # a format, or the budget in front of one
         self.floor = floor
-        self._held: dict = {}  # kind -> the latest event held
+        self._held: dict[str, Event] = {}  # kind -> the latest event held
         self._last = {kind: float("-inf") for kind in self.COALESCED}
         self._start = time.monotonic()
 
@@ -305,7 +353,7 @@ class Coalescer:
     def late(self, tool: str, event: Event) -> None:
         self.sink.late(tool, event)
 
-    def result(self, result) -> None:
+    def result(self, result: RunRecord) -> None:
         self.flush()
         self.sink.result(result)
 
@@ -314,18 +362,21 @@ class Coalescer:
         self.sink.close()
 
 
-def make_sink(fmt: str, tool: str, progress_interval: float, out=None,
-              max_output: int = 0, state_dir: Optional[str] = None):
+def make_sink(fmt: str, tool: str, progress_interval: float,
+              out: Out = None, max_output: int = 0,
+              state_dir: Optional[str] = None) -> Coalescer:
     """The sink for ``--format``, coalescing progress where it should, and
     keeping the run within ``max_output`` bytes (0: no limit; the rich
     view, for people, has none) with the whole output spilled under
     ``state_dir`` (see :mod:`cli.output.budget`)."""
     factory, coalesce = FORMATS[fmt]
-    sink = factory(tool, out)
+    sink: Any = factory(tool, out)
     if coalesce and max_output:
-        from acor.cli.output.budget import (Budget, json_cost,
-                                            markdown_cost, output_dir)
-        cost = json_cost(tool) if fmt == "json" else markdown_cost
+        # Only a run with a budget needs it: `acor list`, `acor --help`
+        # and the rich view do not load the budget's modules.
+        from acor.cli.output.budget import Budget
+        from acor.cli.output.spill import output_dir
+        cost = json_cost if fmt == "json" else markdown_cost
         if state_dir is None:
             raise ValueError("a budgeted sink needs the state dir to "
                              "spill to (the run request's)")
@@ -333,18 +384,18 @@ def make_sink(fmt: str, tool: str, progress_interval: float, out=None,
     return Coalescer(sink, progress_interval if coalesce else 0)
 
 
-def failure_sink(fmt: Optional[str], tool: str, out=None):
+def failure_sink(fmt: Optional[str], tool: str, out: Out = None
+                 ) -> _Format:
     """A sink for a run that never started: the format asked for, else
     Markdown (a failure before the config is read knows no default)."""
     factory, _ = FORMATS.get(fmt or "markdown", FORMATS["markdown"])
     return factory(tool, out)
 
 
-def report(error: AcorError, fmt: Optional[str], out=None,
+def report(error: AcorError, fmt: Optional[str], out: Out = None,
            tool: str = "acor") -> int:
     """Write ``error`` as a failed run in ``fmt`` (markdown unless json);
     returns its exit code."""
-    from acor.events import Status
     sink = failure_sink(fmt, tool, out)
     sink.emit(error.to_event())
     sink.emit(Status("failed"))

@@ -15,11 +15,13 @@ terminal are rich's own, and a tool's colours in its Output and raw text:
 its SGR sequences (and only those) become rich styles.
 """
 
+from __future__ import annotations
+
 import json
 import re
 import shlex
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
@@ -27,8 +29,24 @@ from rich.syntax import Syntax
 from rich.table import Column
 from rich.text import Text
 
+from acor.events import Status
+
 from acor.cli.handlers import EventHandler
 from acor.cli.textsafe import keep_colours, printable, strip_terminal
+
+TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from acor.events import (AIDirective, Checkpoint, Error, Event,
+                             Heartbeat, InputNeeded, Output, OutputData,
+                             OutputFiles, Result, Session, Stderr,
+                             Suggestions, Unknown)
+    from acor.events import Progress as ProgressEvent
+    from acor.events import Text as TextEvent
+    from rich.progress import TaskID
+
+    Shown = Optional[RenderableType]  # what an event draws, if anything
 
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
                  "failed": "bold red", "cancelled": "bold yellow"}
@@ -40,23 +58,23 @@ COUNT = re.compile(r"\s*\((\d+)/(\d+)\)$")
 _CLOSES_PROGRESS = frozenset({"error", "input_needed"})
 
 
-def _text(value):
+def _text(value: object) -> str:
     """A multi-line field, safe to show as text."""
     return strip_terminal("" if value is None else str(value))
 
 
-def _coloured(value):
+def _coloured(value: object) -> Text:
     """The tool's own text, its colours kept as styles (SGR only: every
     other sequence and control is cleaned as :func:`_text` does)."""
     return Text.from_ansi(keep_colours("" if value is None else str(value)))
 
 
-def _line(value):
+def _line(value: object) -> str:
     """A one-line field: every control (line breaks too) made visible."""
     return printable(strip_terminal("" if value is None else str(value)))
 
 
-def _command(argv):
+def _command(argv: object) -> str:
     """An argv list as the shell command a person would type, one line."""
     if isinstance(argv, (list, tuple)):
         return _line(shlex.join(str(arg) for arg in argv))
@@ -68,65 +86,73 @@ class RichSink(EventHandler):
     :mod:`cli.handlers`): a live bar for progress, panels for errors and
     questions, a line for the rest."""
 
-    def __init__(self, tool, console=None):
+    def __init__(self, tool: str, console: Optional[Console] = None
+                 ) -> None:
         self.tool = _line(tool)
         self.console = console if console is not None else Console()
-        self._progress = None
-        self._task = None
+        self._progress: Optional[Progress] = None
+        self._task: Optional[TaskID] = None
 
-    def emit(self, event):
+    def emit(self, event: Event) -> None:
         renderable = self.handle(event)
         if event.type in _CLOSES_PROGRESS or \
-                event.type == "status" and event.is_final:
+                isinstance(event, Status) and event.is_final:
             self._stop_progress()
         if renderable is not None:
             self.console.print(renderable)
 
-    def close(self):
+    def close(self) -> None:
         self._stop_progress()
 
-    def on_progress(self, event):
+    def on_progress(self, event: ProgressEvent) -> Shown:
         self._show_progress(event)
+        return None
 
-    def on_heartbeat(self, event):
+    def on_heartbeat(self, event: Heartbeat) -> Shown:
         return None  # nothing to show: the live bar shows the run is alive
 
-    def on_stderr(self, event):
+    def on_stderr(self, event: Stderr) -> Shown:
         return Text(_text(event.text), style="dim red")
 
-    def on_result(self, event):
+    def on_result(self, event: Result) -> Shown:
         return None  # the final status above says it
 
-    def _show_progress(self, event):
-        if self._progress is None:
-            fixed = dict(no_wrap=True, overflow="ellipsis")
+    def _bar(self) -> tuple[Progress, TaskID]:
+        """The live bar, started at the first progress."""
+        if self._progress is None or self._task is None:
+            def column(**sized: Any) -> Column:
+                return Column(no_wrap=True, overflow="ellipsis", **sized)
             self._progress = Progress(
                 TextColumn("[bold]{task.fields[tool]}",
-                           table_column=Column(max_width=24, **fixed)),
+                           table_column=column(max_width=24)),
                 BarColumn(bar_width=30), TaskProgressColumn(),
-                TextColumn("{task.fields[count]}",
-                           table_column=Column(**fixed)),
+                TextColumn("{task.fields[count]}", table_column=column()),
                 TextColumn("{task.description}",
-                           table_column=Column(ratio=1, **fixed)),
+                           table_column=column(ratio=1)),
                 console=self.console, expand=True)
             self._task = self._progress.add_task(
                 "", total=100, tool=escape(self.tool), count="")
             self._progress.start()
+        return self._progress, self._task
+
+    def _show_progress(self, event: ProgressEvent) -> None:
+        progress, task = self._bar()
         # The first line only, as one line (a "\r" in it shown as "\\n").
         label = _line((event.message or "").split("\n")[0])
-        count = COUNT.search(label)
-        if count:
-            label = label[:count.start()]
-            count = f"{count.group(1)}/{count.group(2)}"
-        self._progress.update(self._task, completed=event.percent,
-                              description=escape(label), count=count or "")
+        found = COUNT.search(label)
+        count = ""
+        if found:
+            label = label[:found.start()]
+            count = f"{found.group(1)}/{found.group(2)}"
+        progress.update(task, completed=event.percent,
+                        description=escape(label), count=count)
 
-    def _stop_progress(self):
+    def _stop_progress(self) -> None:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
 
-    def on_status(self, event):
+    def on_status(self, event: Status) -> Shown:
         style = STATUS_STYLES.get(event.state, "magenta")
         line = Text.assemble(("● ", style),
                              (_line(event.state).capitalize(), style),
@@ -135,15 +161,15 @@ class RichSink(EventHandler):
             return Group(line, Text(_text(event.message)))
         return line
 
-    def on_output(self, event):
+    def on_output(self, event: Output) -> Shown:
         return _coloured(event.text)
 
-    def on_text(self, event):
+    def on_text(self, event: TextEvent) -> Shown:
         text = _coloured(event.text)
         text.stylize("dim")
         return text
 
-    def on_output_data(self, event):
+    def on_output_data(self, event: OutputData) -> Shown:
         data = event.data
         # json.dumps escapes every control character (ensure_ascii).
         code = data if isinstance(data, str) else json.dumps(data, indent=2)
@@ -152,7 +178,7 @@ class RichSink(EventHandler):
         return Panel(Syntax(_text(code), lexer, word_wrap=True),
                      title="Output Data", title_align="left")
 
-    def on_output_files(self, event):
+    def on_output_files(self, event: OutputFiles) -> Shown:
         lines = Text()
         for f in event.files:
             lines.append(_line(f.get("path")), style="bold")
@@ -166,7 +192,7 @@ class RichSink(EventHandler):
             lines.append("\n")
         return Panel(lines, title="Output Files", title_align="left")
 
-    def on_error(self, event):
+    def on_error(self, event: Error) -> Shown:
         body = Text()
         body.append(f"{_line(event.code)}\n", style="bold")
         if event.details:
@@ -179,7 +205,7 @@ class RichSink(EventHandler):
         return Panel(body, title=Text("Error: " + _line(event.title)),
                      title_align="left", border_style="red")
 
-    def on_input_needed(self, event):
+    def on_input_needed(self, event: InputNeeded) -> Shown:
         body = Text(_text(event.message) + "\n")
         for name, spec in (event.fields or {}).items():
             spec = spec if isinstance(spec, dict) else {}
@@ -197,26 +223,26 @@ class RichSink(EventHandler):
         return Panel(body, title=title, title_align="left",
                      border_style="yellow")
 
-    def _bullets(self, title, items, style):
+    def _bullets(self, title: str, items: list[str], style: str) -> Panel:
         body = Text("\n".join("• " + _text(item).replace("\n", "\n  ")
                               for item in items))
         return Panel(body, title=Text(title), title_align="left",
                      border_style=style)
 
-    def on_ai_directive(self, event):
+    def on_ai_directive(self, event: AIDirective) -> Shown:
         return self._bullets("AI Directive", event.items, "magenta")
 
-    def on_suggestions(self, event):
+    def on_suggestions(self, event: Suggestions) -> Shown:
         title = "Suggestions" + (f": {_line(event.title)}"
                                  if event.title else "")
         return self._bullets(title, event.items, "blue")
 
-    def on_session(self, event):
+    def on_session(self, event: Session) -> Shown:
         return Text(f"Session {_line(event.id)}", style="cyan")
 
-    def on_checkpoint(self, event):
+    def on_checkpoint(self, event: Checkpoint) -> Shown:
         return Text(f"Checkpoint {_line(event.id)}", style="dim cyan")
 
-    def on_unknown(self, event):
+    def on_unknown(self, event: Unknown) -> Shown:
         return Text(f"## {_line(event.heading)}\n{_text(event.body)}",
                     style="dim")

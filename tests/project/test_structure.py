@@ -170,6 +170,41 @@ def test_no_folder_holds_more_than_24_modules():
         for sub in [folder, *[p for p in folder.rglob("*") if p.is_dir()]]:
             assert len(list(sub.glob("*.py"))) <= 24, sub
 
+MAX_COMPLEXITY = 18  # radon's cyclomatic complexity of one function
+MAX_LINES = 600      # of one module
+
+
+def test_no_function_over_complexity_18_and_no_module_over_600_lines():
+    """Small rooms: each concern its own function or small object. Radon
+    counts every branch, loop, boolean operator and comprehension
+    clause."""
+    from radon.complexity import cc_visit
+    too_complex, too_long = [], []
+    for name, path in modules():
+        source = path.read_text()
+        lines = source.count("\n")
+        if lines > MAX_LINES:
+            too_long.append(f"{name}: {lines} lines")
+        over = {(block.lineno, block.fullname, block.complexity)
+                for block in _blocks(cc_visit(source))
+                if block.complexity > MAX_COMPLEXITY}
+        too_complex += [f"{name}.{function}: {complexity}"
+                        for _, function, complexity in sorted(over)]
+    assert too_complex == [] and too_long == [], \
+        "\n".join(too_complex + too_long)
+
+
+def _blocks(blocks):
+    """Every function radon measured, methods, closures and the classes
+    inside functions included (a method can come twice: as a block and
+    as its class's)."""
+    for block in blocks:
+        yield block
+        yield from _blocks([*getattr(block, "methods", ()),
+                            *getattr(block, "closures", ()),
+                            *getattr(block, "inner_classes", ())])
+
+
 def test_the_library_never_imports_the_launcher():
     for name, path in modules():
         if name.startswith("acor.cli") or name == "acor.__main__":

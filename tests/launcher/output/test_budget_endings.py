@@ -310,12 +310,13 @@ def test_the_budget_is_a_hard_cap_for_any_mix_of_sections(tmp_path, fmt):
     directive, the last Output Data and the ending are among it."""
     import random
 
-    from acor.cli.output.budget import (Budget, json_cost, markdown_cost,
-                                        mcp_cost)
+    from acor.cli.mcp.results import mcp_cost
+    from acor.cli.output.budget import Budget
+    from acor.cli.output.formats import json_cost, markdown_cost
     from acor.events import (AIDirective, Checkpoint, Error, InputNeeded,
                              Output, OutputData, Progress, Status,
                              Suggestions, Text)
-    cost = {"markdown": markdown_cost, "json": json_cost("tool-x"),
+    cost = {"markdown": markdown_cost, "json": json_cost,
             "mcp": mcp_cost}[fmt]
     makers = {
         "text": lambda n: Text("t" * n), "output": lambda n: Output("o" * n),
