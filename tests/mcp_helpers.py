@@ -2,6 +2,7 @@
 duck-typed tool specs, so the MCP mapping is tested in process without
 spawning tools. End-to-end tests use the real runner and real tools."""
 
+import tempfile
 import threading
 import time
 from types import SimpleNamespace
@@ -56,11 +57,16 @@ def spec(name, description="a test tool", args=None, annotations=None,
                     kind="acor", cwd_mode="invocation")
 
 
+FAKE_STATE_DIR = tempfile.mkdtemp(prefix="acor-fake-state-")
+
+
 class FakeRegistry:
     def __init__(self, *specs, skipped=()):
         self.tools = {s.name: s for s in specs}
         self.skipped = list(skipped)
-        self.config = SimpleNamespace(root="/")
+        # Links to files the results name are kept in a state dir of the
+        # test session's own, never under the root.
+        self.config = SimpleNamespace(root="/", state_dir=FAKE_STATE_DIR)
 
     def get(self, name):
         return self.tools.get(name)

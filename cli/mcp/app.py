@@ -32,6 +32,7 @@ from acor.cli.mcp.boot import (INSTRUCTIONS, SERVER_NAME, SERVER_TITLE,
                                Opening, Wire)
 from acor.cli.mcp.calls import CallHandler, protocol_error
 from acor.cli.mcp.keys import request_state_security
+from acor.cli.mcp.resources import install as install_resources
 from acor.cli.mcp.versions import MODERN_VERSIONS
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
@@ -76,6 +77,7 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
     # to the same tool and arguments.
     server.middleware.append(RequestStateBoundary(
         request_state_security(key), default_audience=server.name))
+    install_resources(server, catalog)  # linked files, resources, acor_read
     return server
 
 

@@ -37,8 +37,10 @@ _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-# What the SDK's low-level server advertises with a tools handler only.
-_CAPABILITIES = {"tools": {"listChanged": False}}
+# What the SDK's low-level server advertises with its tools and resources
+# handlers (acor.cli.mcp.resources).
+_CAPABILITIES = {"tools": {"listChanged": False},
+                 "resources": {"subscribe": False, "listChanged": False}}
 _SERVER_INFO = {"name": SERVER_NAME, "title": SERVER_TITLE,
                 "version": __version__}
 
