@@ -6,7 +6,9 @@ refused every link that is not its own and every path it names itself."""
 
 import base64
 import hashlib
+import json
 import os
+import time
 
 import pytest
 
@@ -21,6 +23,9 @@ from test_mcp_http import Served, http_client  # noqa: E402
 
 TOKEN_A = "a" * 8 + "-token-of-alice-0123456789"
 TOKEN_B = "b" * 8 + "-token-of-bob-012345678901"
+# Links are signed under the service's key: servers that share it (replicas,
+# a restart) share the links, and each refuses any other identity's.
+KEY = "k" * 40
 PIECE = 4096  # the project's max_output: a piece is at most this
 MODES = ("legacy", "2026-07-28")
 
@@ -145,8 +150,11 @@ async def check_reads(client, project):
     assert b"filler line 1500 " in output
     assert hashlib.sha256(output).hexdigest().startswith(
         whole[0].meta["acor/sha256"])
-    assert "filler line 1500 " not in " ".join(
-        b.text for b in done.content if b.type == "text")
+    shown = " ".join(b.text for b in done.content if b.type == "text")
+    assert "filler line 1500 " not in shown
+    # The budget's note names the whole output by its link, not its path.
+    assert "the whole output is in acor://file/" in shown
+    assert str(project.root) not in shown
 
     assert await read_by_tool(client, report.uri) == text
     by_tool = await read_by_tool(client, image.uri)
@@ -175,7 +183,8 @@ def test_a_linked_file_is_read_in_pieces_over_http_by_its_token_alone(
     resources/read and acor_read; listed for her alone. Bob, on a server
     over the same project with his token, is refused each of them and
     lists none; so is the user at stdio."""
-    served = Served(files_project, env={"ACOR_MCP_TOKEN": TOKEN_A})
+    served = Served(files_project, env={"ACOR_MCP_TOKEN": TOKEN_A,
+                                        "ACOR_MCP_KEY": KEY})
     try:
         async def alice():
             headers = {"Authorization": "Bearer " + TOKEN_A}
@@ -185,7 +194,8 @@ def test_a_linked_file_is_read_in_pieces_over_http_by_its_token_alone(
         uri, alices = anyio.run(alice)
     finally:
         served.stop()
-    served = Served(files_project, env={"ACOR_MCP_TOKEN": TOKEN_B})
+    served = Served(files_project, env={"ACOR_MCP_TOKEN": TOKEN_B,
+                                        "ACOR_MCP_KEY": KEY})
     try:
         async def bob():
             headers = {"Authorization": "Bearer " + TOKEN_B}
@@ -200,9 +210,24 @@ def test_a_linked_file_is_read_in_pieces_over_http_by_its_token_alone(
         served.stop()
 
     async def stdio_user():
-        async with Client(stdio(files_project), mode="legacy") as client:
+        async with Client(stdio(files_project, KEY),
+                          mode="legacy") as client:
             await refused(client, uri)
     anyio.run(stdio_user)
+
+    # Alice again, after the restart: hers still.
+    served = Served(files_project, env={"ACOR_MCP_TOKEN": TOKEN_A,
+                                        "ACOR_MCP_KEY": KEY})
+    try:
+        async def alice_again():
+            headers = {"Authorization": "Bearer " + TOKEN_A}
+            async with Client(http_client(served.url, headers),
+                              mode="legacy") as client:
+                got = (await client.read_resource(uri)).contents[0]
+                assert got.text.startswith("line 0 ")
+        anyio.run(alice_again)
+    finally:
+        served.stop()
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -237,11 +262,34 @@ with AcorTool() as tool:
     anyio.run(scenario)
 
 
-def stdio(project):
-    return StdioServerParameters(
-        command=project.argv()[0], args=["-m", "acor", "mcp"],
-        cwd=str(project.root), env={
-            k: v for k, v in project.env.items()
-            if (k.startswith("ACOR_") or k in ("PATH", "HOME", "NO_COLOR",
-                                               "XDG_CONFIG_HOME"))
-            and k != "ACOR_MCP_TOKEN"})
+def test_a_record_planted_in_the_links_folder_is_never_served(
+        files_project):
+    """A repository (or a tool) that writes a link record naming a file of
+    its choosing, for the identity that will read it, gets nothing: the
+    record carries no seal under the server's key."""
+    folder = files_project.root / ".acor" / "state" / "links"
+    folder.mkdir(parents=True)
+    planted = "P" * 32
+    (folder / f"{planted}.json").write_text(json.dumps({
+        "id": planted, "path": str(files_project.root / "secret.txt"),
+        "owner": f"user:{os.getuid()}", "expires": time.time() + 3600,
+        "name": "secret.txt", "mime": "text/plain", "text": True,
+        "created": time.time(), "hmac": "0" * 64}))
+
+    async def scenario():
+        async with Client(stdio(files_project), mode="2026-07-28") as client:
+            await refused(client, f"acor://file/{planted}")
+            assert not (await client.list_resources()).resources
+    anyio.run(scenario)
+
+
+def stdio(project, key=None):
+    env = {k: v for k, v in project.env.items()
+           if (k.startswith("ACOR_") or k in ("PATH", "HOME", "NO_COLOR",
+                                              "XDG_CONFIG_HOME"))
+           and k not in ("ACOR_MCP_TOKEN", "ACOR_MCP_KEY")}
+    if key is not None:
+        env["ACOR_MCP_KEY"] = key
+    return StdioServerParameters(command=project.argv()[0],
+                                 args=["-m", "acor", "mcp"],
+                                 cwd=str(project.root), env=env)

@@ -77,7 +77,7 @@ def build_server(catalog, run=None, *, timeout: float | None = None,
     # to the same tool and arguments.
     server.middleware.append(RequestStateBoundary(
         request_state_security(key), default_audience=server.name))
-    install_resources(server, catalog)  # linked files, resources, acor_read
+    install_resources(server, catalog, key)  # linked files, acor_read
     return server
 
 

@@ -9,8 +9,12 @@ own, ``acor://file/ID`` (ID: 24 random bytes, URL-safe base64), kept as a
 small record in ``STATE_DIR/links/ID.json`` (private to this user; one
 file per link, so every worker and replica sharing the state dir reads
 the same links). A record holds the file's real path, who it was linked
-for and until when: :data:`KEEP_S`, the age at which the budget removes
-the whole-output files too.
+for and until when (:data:`KEEP_S`, the age at which the budget removes
+the whole-output files too), and an HMAC under the server's key
+(``ACOR_MCP_KEY``'s first key, any of them verifying; without it a key of
+this process's own): a record a repository or a tool planted in the
+folder names no file acor serves. Links outlive a restart, and reach
+every replica, when the servers share ``ACOR_MCP_KEY``.
 
 Who a link belongs to (:func:`identity`): over HTTP the bearer token the
 call came with (a digest of its ``Authorization`` header, never the token
@@ -34,6 +38,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from acor.cli.mcp.keys import shared_keys
 from acor.cli.output.budget import MAX_AGE, output_dir
 
 SCHEME = "acor://file/"
@@ -41,6 +46,7 @@ KEEP_S = MAX_AGE
 FOLDER = "links"
 _ID = re.compile(r"[A-Za-z0-9_-]{32}")
 _STDIO = f"user:{os.getuid()}"
+_OWN_KEY = secrets.token_bytes(32)  # without ACOR_MCP_KEY: this process's
 
 
 def identity(ctx: Any) -> str:
@@ -88,10 +94,18 @@ def link_id(uri: str) -> str | None:
 
 
 class LinkStore:
-    """The links of one state dir (see the module)."""
+    """The links of one state dir, signed under ``key`` (``ACOR_MCP_KEY``
+    as the server took it; None: this process's own key)."""
 
-    def __init__(self, state_dir: str) -> None:
+    def __init__(self, state_dir: str, key: str | None = None) -> None:
         self.folder = os.path.join(state_dir, FOLDER)
+        ring = shared_keys(key)
+        self.keys = [k.encode() for k in ring] if ring else [_OWN_KEY]
+
+    def _seal(self, record: dict[str, Any], key: bytes) -> str:
+        text = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        return hmac.new(key, b"acor-link-v1\0" + text.encode(),
+                        hashlib.sha256).hexdigest()
 
     def add(self, path: str, owner: str, mime: str | None) -> Link:
         os.makedirs(self.folder, mode=0o700, exist_ok=True)
@@ -102,8 +116,10 @@ class LinkStore:
         target = os.path.join(self.folder, link.id + ".json")
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL |
                      os.O_CLOEXEC | os.O_NOFOLLOW, 0o600)
+        record = asdict(link)
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(asdict(link), handle)
+            json.dump({**record, "hmac": self._seal(record, self.keys[0])},
+                      handle)
         return link
 
     def get(self, uri: str, owner: str) -> Link | None:
@@ -135,9 +151,15 @@ class LinkStore:
         try:
             fd = os.open(where, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
             with os.fdopen(fd, encoding="utf-8") as handle:
-                link = Link(**json.load(handle))
-        except (OSError, ValueError, TypeError):
+                record = json.load(handle)
+            seal = record.pop("hmac")
+            link = Link(**record)
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             return None
+        if not isinstance(seal, str) or not any(
+                hmac.compare_digest(seal, self._seal(record, key))
+                for key in self.keys):
+            return None  # not a record this service wrote: never served
         if link.expires < time.time() or not _still_there(link.path):
             try:
                 os.unlink(where)

@@ -111,6 +111,8 @@ def read_piece(link: Link, offset: int, length: int, limit: int) -> Piece:
     ``limit`` bytes on the wire (base64 makes a blob's bytes a third
     more). Raises OSError when it cannot be read (gone, replaced by
     something that is not a regular file)."""
+    if os.path.realpath(link.path) != link.path:  # a folder on it is a link
+        raise OSError(f"{link.name} is no longer where it was linked")
     fd = os.open(link.path, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW |
                  os.O_NONBLOCK)
     try:
@@ -140,8 +142,12 @@ def _text(data: bytes, final: bool) -> str | None:
 class Files:
     """Links made, listed and read for one server (see the module)."""
 
-    def __init__(self, catalog: Any) -> None:
+    def __init__(self, catalog: Any, key: str | None = None) -> None:
         self.catalog = catalog
+        self.key = key
+
+    def _store(self, registry: Any) -> LinkStore:
+        return LinkStore(state_dir_of(registry), self.key)
 
     async def _registry(self) -> Any:
         return await anyio.to_thread.run_sync(self.catalog.registry)
@@ -165,7 +171,7 @@ class Files:
         spec = self.catalog.get(registry, name)
         if spec is None:
             return result
-        store = LinkStore(state_dir_of(registry))
+        store = self._store(registry)
         allowed = roots(spec, registry)
         return await anyio.to_thread.run_sync(
             _relink, result, store, allowed, identity(ctx), over_stdio(ctx))
@@ -174,7 +180,7 @@ class Files:
 
     async def list_resources(self, ctx: Any, params: Any) -> dict[str, Any]:
         registry = await self._registry()
-        store = LinkStore(state_dir_of(registry))
+        store = self._store(registry)
         links = await anyio.to_thread.run_sync(store.owned, identity(ctx))
         start = _cursor(getattr(params, "cursor", None))
         page = links[start:start + PAGE]
@@ -208,7 +214,7 @@ class Files:
 
     async def _piece(self, ctx: Any, registry: Any, uri: str, offset: int,
                      length: int, limit: int) -> Piece:
-        store = LinkStore(state_dir_of(registry))
+        store = self._store(registry)
         link = await anyio.to_thread.run_sync(store.get, uri, identity(ctx))
         if link is None:
             raise MCPError(types.INVALID_PARAMS,
@@ -283,10 +289,11 @@ class Files:
             is_error=False)
 
 
-def install(server: Server, catalog: Any) -> Files:
+def install(server: Server, catalog: Any, key: str | None = None) -> Files:
     """Serve resources and ``acor_read`` on ``server``, and link the files
-    of every call's result (its tools handlers wrapped)."""
-    files = Files(catalog)
+    of every call's result (its tools handlers wrapped). ``key``:
+    ``ACOR_MCP_KEY`` as the server took it, which signs the links."""
+    files = Files(catalog, key)
     for method, wrap in (("tools/list", files.list_tools),
                          ("tools/call", files.call_tool)):
         entry = server.get_request_handler(method)
@@ -325,8 +332,7 @@ def _relink(result: types.CallToolResult, store: LinkStore,
         if stdio:
             block.meta = {**(block.meta or {}), "acor/path": real}
     for block in result.content:
-        if isinstance(block, types.TextContent) and block.meta and \
-                "acor/block" in block.meta:
+        if isinstance(block, types.TextContent) and _names_a_file(block):
             block.text = _renamed(block.text, named, store, allowed, owner)
     return result
 
@@ -353,10 +359,15 @@ def _renamed(text: str, named: dict[str, str], store: LinkStore,
     return text
 
 
+# acor's own blocks that name files: the budget's notes ("the whole output
+# is in PATH") and the file lines of clients without resource links.
+# Others (an error's details) quote the tool, and keep its words.
+_FILE_BLOCKS = ("budget", "file")
+
+
 def _names_a_file(block: Any) -> bool:
-    return isinstance(block, types.TextContent) and bool(block.meta) and \
-        "acor/block" in (block.meta or {}) and (
-            "file://" in block.text or " in /" in block.text)
+    return isinstance(block, types.TextContent) and \
+        (block.meta or {}).get("acor/block") in _FILE_BLOCKS
 
 
 def _mime(path: str) -> str | None:
