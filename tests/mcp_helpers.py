@@ -2,6 +2,8 @@
 duck-typed tool specs, so the MCP mapping is tested in process without
 spawning tools. End-to-end tests use the real runner and real tools."""
 
+import atexit
+import shutil
 import tempfile
 import threading
 import time
@@ -58,6 +60,7 @@ def spec(name, description="a test tool", args=None, annotations=None,
 
 
 FAKE_STATE_DIR = tempfile.mkdtemp(prefix="acor-fake-state-")
+atexit.register(shutil.rmtree, FAKE_STATE_DIR, ignore_errors=True)
 
 
 class FakeRegistry:
