@@ -2,6 +2,9 @@
 duck-typed tool specs, so the MCP mapping is tested in process without
 spawning tools. End-to-end tests use the real runner and real tools."""
 
+import atexit
+import shutil
+import tempfile
 import threading
 import time
 
@@ -56,11 +59,17 @@ def spec(name, description="a test tool", args=None, annotations=None,
                     kind="acor", cwd_mode="invocation")
 
 
+FAKE_STATE_DIR = tempfile.mkdtemp(prefix="acor-fake-state-")
+atexit.register(shutil.rmtree, FAKE_STATE_DIR, ignore_errors=True)
+
+
 class FakeRegistry:
     def __init__(self, *specs, skipped=()):
         self.tools = {s.name: s for s in specs}
         self.skipped = list(skipped)
-        self.config = Config(root="/")  # every other field unset
+        # Links to files the results name are kept in a state dir of the
+        # test session's own, never under the root.
+        self.config = Config(root="/", state_dir=FAKE_STATE_DIR)
 
     def get(self, name):
         return self.tools.get(name)

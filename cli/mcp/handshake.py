@@ -33,7 +33,10 @@ _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 # What the SDK's low-level server advertises with a tools handler only.
-_CAPABILITIES = {"tools": {"listChanged": False}}
+# What the SDK's low-level server advertises with its tools and resources
+# handlers (acor.cli.mcp.resources).
+_CAPABILITIES = {"tools": {"listChanged": False},
+                 "resources": {"subscribe": False, "listChanged": False}}
 # At 2026-07-28 only: the Tasks extension (acor.cli.mcp.tasks).
 _EXTENSIONS: dict[str, dict[str, object]] = {
     "io.modelcontextprotocol/tasks": {}}

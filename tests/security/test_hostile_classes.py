@@ -459,7 +459,7 @@ async def test_manifest_text_served_to_clients_is_checked_at_discovery(
                                               "XDG_CONFIG_HOME")})
     async with Client(server, mode=mode) as client:
         tools = (await client.list_tools()).tools
-    assert [t.name for t in tools] == ["clean"]
+    assert [t.name for t in tools] == ["clean", "acor_read"]
     served = tools[0].model_dump(by_alias=True, exclude_none=True)
     assert served["annotations"]["title"] == "Clean"
     assert all(s.replace("\t", " ").isprintable() for s in _strings(served))

@@ -9,6 +9,7 @@ through the real runner."""
 import io
 import itertools
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -76,7 +77,7 @@ async def test_list_has_one_mcp_tool_per_acor_tool(mode):
     async with Client(server, mode=mode) as client:
         assert client.protocol_version == VERSION[mode]
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"greet", "raw"}
+    assert set(tools) == {"greet", "raw", "acor_read"}
     greet = tools["greet"]
     assert greet.description == "Greet someone"
     # The manifest's schema, minus how each value reaches the command line.
@@ -106,7 +107,7 @@ async def test_names_mcp_cannot_carry_and_skipped_manifests_are_reported():
     async with Client(server, mode="legacy") as client:
         first = [t.name for t in (await client.list_tools()).tools]
         await client.list_tools(cache_mode="bypass")
-    assert first == ["ok"]
+    assert first == ["ok", "acor_read"]
     report = log.getvalue()
     assert "'bad name' is not served" in report
     assert "tools/broken is not served: malformed JSON" in report
@@ -119,7 +120,7 @@ async def test_tools_filter_serves_only_the_named_tools():
     server = serve(spec("greet"), spec("other"), run=run, only={"greet"})
     async with Client(server, mode="legacy") as client:
         assert [t.name for t in (await client.list_tools()).tools] == \
-            ["greet"]
+            ["greet", "acor_read"]
         with pytest.raises(MCPError, match="Unknown tool: 'other'"):
             await client.call_tool("other", {"argv": ["x"]})
     assert run.calls == []
@@ -304,10 +305,13 @@ async def test_every_section_has_its_place_in_the_result(mode, tmp_path):
     expected = [1, 2, 3] if mode == "2026-07-28" else {"data": [1, 2, 3]}
     assert result.structured_content == expected
     file_link, dir_link = result.content[3], result.content[4]
-    assert file_link.uri == report.as_uri() and file_link.size == 4
+    # A link acor serves (resources/read, acor_read); over stdio the file's
+    # path too, for a client on this machine.
+    assert file_link.uri.startswith("acor://file/") and file_link.size == 4
     assert file_link.name == "report.csv" and file_link.mime_type == "text/csv"
     assert file_link.description == "the profile"
-    assert file_link.meta == {"acor/sha256": "0123456789ab"}
+    assert file_link.meta == {"acor/sha256": "0123456789ab",
+                              "acor/path": os.path.realpath(report)}
     assert dir_link.mime_type == "inode/directory"
     assert acor_meta(result)["session"] == "orders-1"
     assert not result.is_error
@@ -788,7 +792,7 @@ def a_person(asked):
 async def _scenario(client, asked, tmp_path):
     """What every transport and protocol version must do, end to end."""
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == {"probe", "napper", "echo", "asker"}
+    assert set(tools) == {"probe", "napper", "echo", "asker", "acor_read"}
     assert tools["probe"].annotations.read_only_hint is True
     assert "acor echo WORD..." in tools["echo"].description
 
@@ -932,7 +936,7 @@ def test_every_stdout_line_is_json_rpc(e2e_project):
         assert message["jsonrpc"] == "2.0"
     answers = {m["id"]: m for m in lines if "id" in m}
     assert answers[1]["result"]["serverInfo"]["name"] == "acor"
-    assert len(answers[2]["result"]["tools"]) == 4
+    assert len(answers[2]["result"]["tools"]) == 5  # and acor_read
     assert answers[5]["error"]["code"] == -32601
     progress = [i for i, m in enumerate(lines)
                 if m.get("method") == "notifications/progress"]

@@ -11,6 +11,7 @@ client for the current ones."""
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import time
@@ -103,12 +104,14 @@ def test_a_flood_is_a_bounded_result_naming_the_whole_output(
     if version < "2025-06-18":
         # No resource_link: those clients reject the whole result.
         assert not links
-        named = [t for t in texts if t.startswith("Output file: file://")]
+        named = [t for t in texts if t.startswith("Output file: acor://file/")]
         assert len(named) == 1 and meta["sha256"] in named[0]
         assert "truncated" in named[0]
     else:
         assert len(links) == 1
-        assert links[0]["uri"].endswith(meta["output_file"])
+        assert links[0]["uri"].startswith("acor://file/")
+        assert links[0]["_meta"].pop("acor/path") == os.path.realpath(
+            meta["output_file"])
         assert links[0]["_meta"] == {"acor/sha256": meta["sha256"],
                                      "acor/truncated": True}
         assert links[0]["size"] == meta["bytes"]

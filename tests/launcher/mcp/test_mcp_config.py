@@ -125,7 +125,7 @@ def test_the_printed_command_serves_the_project_from_anywhere(
             assert client_.protocol_version == (
                 "2026-07-28" if mode == "auto" else "2025-11-25")
             tools = {t.name for t in (await client_.list_tools()).tools}
-            assert tools == {"where", "other"}
+            assert tools == {"where", "other", "acor_read"}
             # A relative path means the project's file: tools run there.
             done = await client_.call_tool("where", {"path": "data.txt"})
             assert not done.is_error, done.content
@@ -180,7 +180,7 @@ def test_repeated_tools_options_add_up(project, mode):
             cwd=str(project.root), env=project.env)
         async with Client(params, mode=mode) as client:
             return {t.name for t in (await client.list_tools()).tools}
-    assert anyio.run(listing) == {"where", "other"}
+    assert anyio.run(listing) == {"where", "other", "acor_read"}
 
 
 def test_a_server_started_outside_the_project_says_how_to_pin_it(project,

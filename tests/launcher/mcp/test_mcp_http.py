@@ -135,7 +135,7 @@ async def test_auto_mode_lands_on_2026_over_http(shared):
     server = shared
     async with Client(server.url, mode="auto") as client:
         assert client.protocol_version == "2026-07-28"
-        assert len((await client.list_tools()).tools) == 4
+        assert len((await client.list_tools()).tools) == 5  # and acor_read
 
 
 @pytest.mark.anyio
