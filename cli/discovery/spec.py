@@ -77,11 +77,11 @@ class ToolSpec(Record):
         return value
 
 
-def _args_in(manifest_path):
+def _args_in(manifest_path: str) -> dict[str, Any] | None:
     """The ``args`` of the manifest the cache was built from (unchanged
     since, or the cache would have been rescanned), for a cached copy that
     no longer reads back."""
-    import json
+    import json  # a damaged cache only: a warm run never pays for it
     try:
         with open(manifest_path, "rb") as f:
             args = json.loads(f.read().decode("utf-8-sig")).get("args")
