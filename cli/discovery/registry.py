@@ -2,15 +2,16 @@
 
 A tools dir holds tool folders (``<folder>/manifest.json``), wrapper
 manifests (``<name>.json``) and Python files of ``@tool`` functions
-(:mod:`acor.cli.discovery.functions`), checked by :mod:`cli.manifest`: a
-bad one is skipped with a reason and a fix (``acor doctor`` lists them)
-while the others keep working. Programs must resolve, symlinks and ``..``
-included, inside their tool folder. When two manifests claim one name, the first
-tools dir wins (within a dir, the first file name) and the other is
-reported as shadowed.
+(:mod:`acor.cli.discovery.functions`), checked by
+:mod:`acor.cli.discovery.manifest`: a bad one is skipped with a reason and
+a fix (``acor doctor`` lists them) while the others keep working.
+Programs must resolve, symlinks and ``..`` included, inside their tool
+folder. When two manifests claim one name, the first tools dir wins
+(within a dir, the first file name) and the other is reported as
+shadowed.
 
 Scanning is the cold path; :func:`load_registry` serves a warm run from
-:mod:`cli.cache` with a few ``stat()`` calls.
+:mod:`acor.cli.discovery.cache` with a few ``stat()`` calls.
 """
 
 from __future__ import annotations
@@ -135,8 +136,8 @@ def load_registry(cwd: str | None = None, config_path: str | None = None,
     Served from the cache when nothing changed (``ACOR_NO_CACHE=1``
     bypasses it). With ``pinned`` (all but ``acor lock``), a tool that is
     not what the project's ``acor.lock`` pins is moved to the skipped
-    (:mod:`cli.discovery.lock`). Raises :class:`cli.config.ConfigError`
-    only.
+    (:mod:`cli.discovery.lock`). Raises
+    :class:`acor.cli.discovery.config.ConfigError` only.
     """
     registry = _discovered(cwd, config_path)
     return _pinned(registry) if pinned else registry
@@ -192,7 +193,7 @@ def _discovered(cwd: str | None, config_path: str | None) -> Registry:
 def scan(config: Config, fingerprint: cache.Fingerprint | None = None
          ) -> Registry:
     """Read every tools dir of ``config``; record what was looked at in
-    ``fingerprint`` (a :class:`cli.cache.Fingerprint`)."""
+    ``fingerprint`` (a :class:`acor.cli.discovery.cache.Fingerprint`)."""
     # the cold path's checkers
     from acor.cli.discovery.manifest import ManifestError
     from acor.cli.discovery import trust
