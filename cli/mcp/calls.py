@@ -181,7 +181,7 @@ class CallHandler:
         return result
 
 
-def _budget(sink: Sink, request: RunRequest) -> Sink:
+def _budget(sink: "Sink", request: RunRequest) -> "Sink":
     """``sink`` within the run's output budget (0: none), its whole output
     spilled under the state dir: both worked out in the request."""
     if not request.max_output:
