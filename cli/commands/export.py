@@ -256,9 +256,10 @@ def skill_markdown(spec: ToolSpec, name: str, root: str | None = None,
     need not have acor's virtualenv on its PATH)."""
     launcher = launcher or acor_command()
     tool = spec.name
-    what = _sentence(bounded(spec.description or "", MAX_DESCRIPTION))
+    said = spec.description or ""  # what the tool's manifest says it does
+    what = _sentence(bounded(said, MAX_DESCRIPTION))
     when = f" Use it when a task calls for this: run `acor {tool}`."
-    description = _sentence(bounded(spec.description or "",
+    description = _sentence(bounded(said,
                                     MAX_DESCRIPTION - len(when) - 1)) + when
     version = bounded(spec.version or "", 64)
     how, _ = installed_from()
