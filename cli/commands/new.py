@@ -33,6 +33,7 @@ from acor import exitcodes
 
 from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.commands.function_template import function_files
+from acor.cli.discovery.config import Config, ConfigError, load_config
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 
@@ -53,7 +54,7 @@ def name_problem(name: str) -> str | None:
     return None
 
 
-def default_dir(config) -> str:
+def default_dir(config: Config) -> str:
     """Where new tools go: the project's ``tools`` dir when it is one of
     its tools dirs, else the first tools dir."""
     tools = os.path.join(config.root, "tools")
@@ -61,7 +62,7 @@ def default_dir(config) -> str:
     return tools if tools in dirs or not dirs else dirs[0]
 
 
-def _manifest(name: str) -> dict:
+def _manifest(name: str) -> dict[str, object]:
     return {
         "name": name,
         "version": "0.1.0",
@@ -200,7 +201,7 @@ def test_a_wrong_call_is_a_usage_error(acor_run):
 '''
 
 
-def _approval_manifest(name: str) -> dict:
+def _approval_manifest(name: str) -> dict[str, object]:
     return {
         "name": name,
         "version": "0.1.0",
@@ -358,7 +359,7 @@ def tool_files(name: str) -> dict[str, str]:
     }
 
 
-def wrapper_manifest(name: str, argv: list[str]) -> dict:
+def wrapper_manifest(name: str, argv: list[str]) -> dict[str, object]:
     return {
         "name": name,
         "description": f"Run {shlex.join(argv)}",
@@ -411,7 +412,6 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
-    from acor.cli.discovery.config import ConfigError, load_config
     try:
         config = load_config()
     except ConfigError as exc:
@@ -496,7 +496,7 @@ def _conflict(name: str, wrap: str | None, approval: bool,
     return None
 
 
-def _new_function(name: str, tools_dir: str, config) -> int:
+def _new_function(name: str, tools_dir: str, config: Config) -> int:
     """Write a function tool and its test into ``tools_dir``."""
     files = function_files(name)
     for rel in (*files, name, name + ".json"):
