@@ -444,7 +444,7 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     else:
         _create_folder(target, name, approval)
     _say_next(tools_dir in config.tools_dirs, tools_dir, target, name,
-              bool(argv))
+              None if argv else target)  # a wrapped program has no test
     return exitcodes.OK
 
 
@@ -469,9 +469,10 @@ def _create_folder(target: str, name: str, approval: bool) -> None:
 
 
 def _say_next(found: bool, tools_dir: str, target: str, name: str,
-              wrapped: bool) -> None:
-    """What to run next: check the tool, run its test; a warning when
-    ``tools_dir`` is not one this project searches (not ``found``)."""
+              test: str | None) -> None:
+    """What to run next: check the tool (``target``), run its ``test``; a
+    warning when ``tools_dir`` is not one this project searches (not
+    ``found``)."""
     if not found:
         click.echo(f"warning: {_shown(tools_dir)} is not one of this "
                    "project's tools dirs, so `acor " + name + "` will not "
@@ -479,8 +480,8 @@ def _say_next(found: bool, tools_dir: str, target: str, name: str,
     click.echo("Next:")
     click.echo("  acor check " + (name if found else
                                   shlex.quote(_shown(target))))
-    if not wrapped:
-        click.echo("  " + _test_command(target))
+    if test is not None:
+        click.echo("  " + _test_command(test))
 
 
 def _conflict(name: str, wrap: str | None, approval: bool,
@@ -511,15 +512,7 @@ def _new_function(name: str, tools_dir: str, config: Config) -> int:
     source, test = (os.path.join(tools_dir, rel) for rel in files)
     click.echo(f"Created {_shown(source)} (the tool: one typed function) "
                f"and {_shown(test)}.")
-    found = tools_dir in config.tools_dirs
-    if not found:
-        click.echo(f"warning: {_shown(tools_dir)} is not one of this "
-                   "project's tools dirs, so `acor " + name + "` will not "
-                   "find it: add it to tools_dirs in .acor/config.yaml.")
-    click.echo("Next:")
-    click.echo("  acor check " + (name if found else
-                                  shlex.quote(_shown(source))))
-    click.echo("  " + _test_command(test))
+    _say_next(tools_dir in config.tools_dirs, tools_dir, source, name, test)
     return exitcodes.OK
 
 
