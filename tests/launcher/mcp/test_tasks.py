@@ -410,3 +410,49 @@ def test_a_server_that_stops_cleanly_hands_its_task_to_the_next(
         assert done["result"]["structuredContent"]["resumed_from"] > 0
     finally:
         second.close()
+
+
+FUNCTION_TASKS = '''
+import os, time
+from acor import tool
+
+
+@tool(task="optional")
+def waits(go: str) -> dict:
+    """Wait until the file go exists, then say how long it waited."""
+    n = 0
+    while not os.path.exists(go):
+        n += 1
+        time.sleep(0.1)
+    return {"polls": n}
+
+
+@tool(task="required")
+def insists(go: str) -> dict:
+    """Only ever run as a task."""
+    return {"ran": True}
+'''
+
+
+def test_a_function_tool_marked_task_runs_as_a_task(project, tmp_path):
+    (project.root / "tools" / "waiting.py").write_text(FUNCTION_TASKS)
+    raw = Raw(project)
+    try:
+        go = tmp_path / "go"
+        created = raw.call("waits", {"go": str(go)})["result"]
+        assert created["resultType"] == "task", created
+        assert raw.get(created["taskId"])["result"]["status"] == "working"
+        go.touch()
+        done = raw.until(created["taskId"], "completed", "failed")
+        assert done["status"] == "completed", done
+        assert done["result"]["isError"] is False
+        assert "polls" in done["result"]["structuredContent"]
+        # Without the extension: the optional one answers as a plain
+        # call, the required one is refused naming the extension.
+        plain = raw.call("waits", {"go": str(go)}, tasks=False)["result"]
+        assert plain.get("resultType") != "task" and "content" in plain
+        refused = raw.call("insists", {"go": str(go)}, tasks=False)
+        assert refused["error"]["code"] == -32021
+        assert EXT in refused["error"]["message"]
+    finally:
+        raw.close()
