@@ -42,6 +42,7 @@ from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.output.formats import write_stderr
 from acor.cli.run.request import build_request
 from acor.cli.signals import Cancel
+from acor.cli.tasks import group
 from acor.cli.tasks.lease import LEASE_S, LeaseKeeper, server_id
 from acor.cli.tasks.store import Task, TaskStore, iso, new_id, store_path
 from acor.cli.textsafe import clean_event, strip_terminal
@@ -230,8 +231,12 @@ class Tasks:
 
     def _take_over(self, task: Task) -> None:
         """A task whose server died: a resumable tool's run again from its
-        session's last checkpoint; any other ends failed, saying why."""
+        session's last checkpoint; any other ends failed, saying why. The
+        tool the dead server started is killed first, group and all: a
+        silent one would otherwise run on beside its resumed run."""
         store = self.store()
+        group.end(task.process)
+        store.set_process(task.id, None)
         if task.resumable and not task.cancel:
             store.set_status(task.id, "working", f"resumed by {self.server} "
                              "from its last checkpoint", input_requests=None,
@@ -433,8 +438,15 @@ class Tasks:
         request = build_request(spec, argv, registry=registry,
                                 timeout=self.timeout, person=True,
                                 keep_events=False)
-        result = self._run_tool(request, sink=_budget(sink, request),
-                                cancel=cancel)
+        store = self.store()
+
+        def spawned(pid: int) -> None:
+            store.set_process(task_id, group.mark(pid))
+        try:
+            result = self._run_tool(request, sink=_budget(sink, request),
+                                    cancel=cancel, on_spawn=spawned)
+        finally:
+            store.set_process(task_id, None)
         if result.events is None:
             result.events = sink.events
         return result

@@ -81,6 +81,39 @@ STEPS_ARGS = {"type": "object", "required": ["go", "log"], "properties": {
     "session": {"type": "string", "x-acor": {"flag": "--session"}}}}
 
 
+SILENT = '''
+import os, time
+from acor import AcorTool
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+with AcorTool() as tool:
+    args = tool.parse_args()
+    tool.session(args.session)
+    last = tool.resume()
+    before = open(args.log).read().split() if os.path.exists(args.log) \\
+        else []
+    # Is the run the killed server started still running beside this one?
+    overlap = [pid for pid in before if alive(int(pid))]
+    with open(args.log, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    if last is None:
+        tool.checkpoint("started", {"n": 0})
+        time.sleep(600)  # silent: never writes again
+    tool.output({"overlapping": overlap})
+'''
+SILENT_ARGS = {"type": "object", "required": ["log"], "properties": {
+    "log": {"type": "string", "x-acor": {"flag": "--log"}},
+    "session": {"type": "string", "x-acor": {"flag": "--session"}}}}
+
+
 def meta(tasks=True):
     caps = {"extensions": {EXT: {}}} if tasks else {}
     return {"io.modelcontextprotocol/protocolVersion": VERSION,
@@ -92,11 +125,12 @@ def meta(tasks=True):
 class Raw:
     """A real ``acor mcp`` over stdio, spoken to line by line."""
 
-    def __init__(self, project, env=None):
+    def __init__(self, project, env=None, own_group=False):
         self.proc = subprocess.Popen(
             [ACOR_SCRIPT, "mcp"], cwd=project.root,
             env=env or project.env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=own_group)
         self.lines: queue.Queue = queue.Queue()
         self.ids = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -154,6 +188,7 @@ def tasks_project(project):
     project.add_tool("asker", ASKER, args=ASKER_ARGS, task="optional")
     project.add_tool("steps", STEPS, args=STEPS_ARGS, task="optional")
     project.add_tool("once", SLOW, args=SLOW_ARGS, task="optional")
+    project.add_tool("silent", SILENT, args=SILENT_ARGS, task="optional")
     return project
 
 
@@ -322,6 +357,33 @@ def test_a_killed_servers_resumable_task_is_finished_by_the_next(
         assert done["status"] == "completed", done
         assert done["result"]["structuredContent"]["resumed_from"] > 0
         assert log.read_text().count("start") == 2
+    finally:
+        second.close()
+
+
+def test_the_next_server_kills_a_killed_servers_silent_tool_first(
+        tasks_project, tmp_path):
+    log = tmp_path / "log"
+    first = Raw(tasks_project, own_group=True)
+    created = first.call("silent", {"log": str(log)})["result"]
+    wait_for(lambda: "checkpoint" in (first.get(created["taskId"])
+                                      ["result"].get("statusMessage")
+                                      or ""), "a checkpoint")
+    (old,) = [int(pid) for pid in log.read_text().split()]
+    # The server's whole group killed (as an editor or a terminal does):
+    # its warm start's fork server, which would end the tool, dies too.
+    os.killpg(first.proc.pid, signal.SIGKILL)
+    first.proc.wait()
+    # The tool never writes again: nothing but the next server ends it.
+    assert pid_alive(old)
+    second = Raw(tasks_project)
+    try:
+        done = second.until(created["taskId"], "completed", "failed")
+        assert done["status"] == "completed", done
+        # The resumed run found the first one gone when it started.
+        assert done["result"]["structuredContent"] == {"overlapping": []}
+        assert len(log.read_text().split()) == 2
+        assert not pid_alive(old)
     finally:
         second.close()
 
