@@ -518,3 +518,54 @@ def test_a_function_tool_marked_task_runs_as_a_task(project, tmp_path):
         assert EXT in refused["error"]["message"]
     finally:
         raw.close()
+
+
+def _pair_until_ended(server, task_id):
+    deadline = time.monotonic() + LIMIT
+    while time.monotonic() < deadline:
+        answer = server.call("acor_task_status", {"taskId": task_id},
+                             tasks=False)["result"]
+        if (answer.get("structuredContent") or {}).get("status") not in (
+                "working", "input_required"):
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"task {task_id} never ended: {answer}")
+
+
+def test_a_client_without_the_extension_gets_a_start_status_pair(
+        server, tmp_path):
+    listed = {tool["name"]: tool for tool in server.request(
+        "tools/list", tasks=False)["result"]["tools"]}
+    start = listed["acor_task_start"]["inputSchema"]["properties"]["tool"]
+    assert set(start["enum"]) == {"slow", "must", "asker", "steps", "once",
+                                  "silent"}
+    assert "acor_task_status" in listed
+    # A client with the extension has tasks itself: no pair.
+    assert "acor_task_start" not in {tool["name"] for tool in server.request(
+        "tools/list")["result"]["tools"]}
+    go = tmp_path / "go"
+    started = server.call("acor_task_start", {
+        "tool": "slow", "arguments": {"go": str(go)}}, tasks=False)["result"]
+    assert started["isError"] is False, started
+    task_id = started["structuredContent"]["taskId"]
+    working = server.call("acor_task_status", {"taskId": task_id},
+                          tasks=False)["result"]
+    assert working["structuredContent"]["status"] == "working"
+    # The same task on the extension's wire.
+    assert server.get(task_id)["result"]["status"] == "working"
+    go.touch()
+    done = _pair_until_ended(server, task_id)
+    assert done["isError"] is False and "steps" in done["structuredContent"]
+    # Not a task tool, or no such task: said so, nothing started.
+    plain = server.call("acor_task_start", {
+        "tool": "plain", "arguments": {"go": str(go)}}, tasks=False)["result"]
+    assert plain["isError"] is True and "slow" in plain["content"][0]["text"]
+    missing = server.call("acor_task_status", {"taskId": "0" * 32},
+                          tasks=False)["result"]
+    assert missing["isError"] is True
+    # A question is not put to a client without tasks/update: the task
+    # completes saying what the tool needs.
+    asked = server.call("acor_task_start", {"tool": "asker"},
+                        tasks=False)["result"]
+    ended = _pair_until_ended(server, asked["structuredContent"]["taskId"])
+    assert "How many greetings" in json.dumps(ended)
