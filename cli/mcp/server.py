@@ -26,6 +26,7 @@ from acor.cli.mcp.calls import CallHandler, RunTool, protocol_error
 from acor.cli.mcp.handshake import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE
 from acor.cli.mcp.keys import shared_keys
 from acor.cli.mcp.resources import install as install_resources
+from acor.cli.mcp.task_pair import install as install_task_pair
 from acor.cli.mcp.tasks import install as install_tasks
 from acor.cli.mcp.tools import Catalog
 from acor.cli.mcp.versions import MODERN_VERSIONS
@@ -73,7 +74,8 @@ def build_server(catalog: Catalog, run: RunTool | None = None, *,
     # to the same tool and arguments.
     server.middleware.append(RequestStateBoundary(
         request_state_security(key), default_audience=server.name))
-    install_tasks(server, catalog, run, timeout)  # the Tasks extension
+    tasks = install_tasks(server, catalog, run, timeout)  # the extension
+    install_task_pair(server, tasks)  # ... and for clients without it
     # After the tasks: a result a task delivers has its links rewritten too.
     install_resources(server, catalog, key)  # linked files, acor_read
     return server
