@@ -25,15 +25,27 @@ import streams
 
 
 # BENCH_ONLY="tool import,launcher overhead": only the rows named, e.g. to
-# compare two Pythons (`make bench PYTHON=... VENV=...`) on what differs.
+# compare two Pythons (`make bench PYTHON=... VENV=...`) on what differs,
+# or one row alone; the names are the table's first column. Names hold
+# commas themselves ("discovery, warm"), so a row is chosen when every
+# comma-separated part of its name is among the parts given:
+# BENCH_ONLY="MCP call, SDK client, legacy handshake" is that row alone.
 ONLY = {name.strip() for name in os.environ.get("BENCH_ONLY", "").split(",")
         if name.strip()}
+
+
+def chosen(name):
+    """Whether BENCH_ONLY (or its absence) keeps the row ``name``."""
+    return not ONLY or {part.strip() for part in name.split(",")} <= ONLY
+
+
+DISCOVERY = {"discovery, warm", "discovery, cold"}
 
 
 def measure(name, target, unit, row):
     """Run one row; a row that raises is a miss, shown with its error, and
     the other rows still run. None: a row BENCH_ONLY leaves out."""
-    if ONLY and name not in ONLY:
+    if not chosen(name):
         return None
     try:
         return row()
@@ -96,9 +108,10 @@ def rows(work, env):
     ]
     results += [measure(name, target, unit, lambda row=row: row(env, work))
                 for name, target, unit, row in functions.ROWS]
-    if not ONLY:
-        results += startup.discovery(env, big, small)
-        results += mcp_rows.mcp_rows()
+    if any(chosen(name) for name in DISCOVERY):
+        results += [row for row in startup.discovery(env, big, small)
+                    if chosen(row.name)]
+    results += mcp_rows.mcp_rows(chosen)
     return [result for result in results if result is not None]
 
 
