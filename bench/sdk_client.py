@@ -111,7 +111,8 @@ def http_20_clients() -> Result:
             for process in (acor[0], sdk[0]):
                 process.terminate()
                 process.wait(timeout=30)
-    rates = [a[0] / s[0] for a, s in zip(runs["acor"], runs["sdk"], strict=True)]
+    rates = [a[0] / s[0]
+             for a, s in zip(runs["acor"], runs["sdk"], strict=True)]
     median, noise = spread(rates)
     acor_lat = [x for _, lat in runs["acor"] for x in lat]
     sdk_lat = [x for _, lat in runs["sdk"] for x in lat]
