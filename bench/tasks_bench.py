@@ -120,5 +120,5 @@ def task_overhead() -> Result:
     # (the create, then a get) where a plain call takes one, and the task
     # is committed to the store before its handle is answered.
     result.detail += ("; a task is at least 2 requests (create, get) and "
-                      "a store commit: 2x is its floor")
+                      "a store commit, a plain call 1 request")
     return result
