@@ -459,6 +459,18 @@ def _field_text(prop: dict[str, Any]) -> str:
     parts = [prop.get("type", "string")]
     if prop.get("enum"):
         parts.append("one of " + ", ".join(map(str, prop["enum"])))
+    if prop.get("oneOf"):
+        parts.append("one of " + _titled_text(prop["oneOf"]))
+    # SEP-1330's multi-select: a JSON list of the choices.
+    items = prop.get("items") or {}
+    offered = [str(v) for v in items.get("enum") or []]
+    if items.get("anyOf"):
+        offered.append(_titled_text(items["anyOf"]))
+    if offered:
+        parts.append("a list of any of " + ", ".join(offered))
+    for key, what in (("minItems", "at least"), ("maxItems", "at most")):
+        if key in prop:
+            parts.append(f"{what} {prop[key]}")
     if "default" in prop:
         parts.append(f"default {prop['default']!r}")
     for key in ("minimum", "maximum"):
@@ -466,6 +478,11 @@ def _field_text(prop: dict[str, Any]) -> str:
             parts.append(f"{key} {prop[key]}")
     description = prop.get("description")
     return f"({'; '.join(parts)})" + (f" {description}" if description else "")
+
+
+def _titled_text(choices: list[dict[str, Any]]) -> str:
+    """Titled choices as ``VALUE (TITLE)``: the value is what to pass."""
+    return ", ".join(f"{c['const']} ({c['title']})" for c in choices)
 
 
 # Progress and statuses go out as notifications or in ``_meta``.
