@@ -187,8 +187,8 @@ INPUT_FIELDS = Fields(
 # (acor.checks.input_fields) and the grammar reading a stream share these
 # rules, so that what one writes the other reads unchanged.
 
-FIELD_KEYS = {"type", "description", "enum", "oneOf", "default", "minimum",
-              "maximum", "items", "minItems", "maxItems"}
+FIELD_KEYS = {"type", "description", "enum", "enumNames", "oneOf", "default",
+              "minimum", "maximum", "items", "minItems", "maxItems"}
 FIELD_TYPES = ("string", "integer", "number", "boolean", "array")
 # What a stream's Input Needed may ask at most: a form, not a database.
 MAX_FIELDS = 64
@@ -240,10 +240,11 @@ def read_input_fields(value: Any) -> dict[str, dict[str, Any]] | None:
 def read_field(prop: Any) -> dict[str, Any]:
     """One field's property as :func:`read_input_fields` reads it.
 
-    Beside the scalar fields, the two forms of SEP-1330 (MCP's choices
-    with titles, and several at once): a ``string`` field's ``oneOf`` of
-    ``{"const": VALUE, "title": TEXT}``, and an ``array`` field whose
-    ``items`` are choices (``{"enum": [...]}``, or ``{"anyOf": [...]}``
+    Beside the scalar fields, the forms of SEP-1330 (MCP's choices with
+    titles, and several at once): a ``string`` field's ``oneOf`` of
+    ``{"const": VALUE, "title": TEXT}`` (or, the older form, its
+    ``enumNames``: one title per ``enum`` value), and an ``array`` field
+    whose ``items`` are choices (``{"enum": [...]}``, or ``{"anyOf": [...]}``
     of the same titled choices), with ``default`` a list of them and
     ``minItems``/``maxItems``. An array without choices is read as a
     string: a form has no free-form list to show."""
@@ -263,12 +264,7 @@ def read_field(prop: Any) -> dict[str, Any]:
 
 def _read_scalar(prop: dict[str, Any], kind: str) -> dict[str, Any]:
     """A scalar field's keys beyond its type and description."""
-    field: dict[str, Any] = {}
-    choices = prop.get("enum")
-    if isinstance(choices, list):
-        choices = [c for c in choices[:MAX_CHOICES] if _fits(c, kind)]
-        if choices:
-            field["enum"] = choices
+    field = _read_enum(prop, kind)
     titled = _titled(prop.get("oneOf")) if kind == "string" else None
     if titled:
         field["oneOf"] = titled
@@ -278,6 +274,24 @@ def _read_scalar(prop: dict[str, Any], kind: str) -> dict[str, Any]:
         for key in ("minimum", "maximum"):
             if key in prop and _fits(prop[key], "number"):
                 field[key] = prop[key]
+    return field
+
+
+def _read_enum(prop: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A scalar field's ``enum``, and its ``enumNames`` (the older titles:
+    one per choice, kept only whole)."""
+    field: dict[str, Any] = {}
+    choices = prop.get("enum")
+    if not isinstance(choices, list):
+        return field
+    kept = [c for c in choices[:MAX_CHOICES] if _fits(c, kind)]
+    if kept:
+        field["enum"] = kept
+    names = prop.get("enumNames")
+    if kind == "string" and kept and kept == choices and \
+            isinstance(names, list) and len(names) == len(kept) and \
+            all(_fits(n, "string") for n in names):
+        field["enumNames"] = names
     return field
 
 

@@ -32,8 +32,9 @@ Context = ServerRequestContext[Any, Any]
 Answers = dict[str, Any]
 
 _ELICIT_TYPES = ("string", "integer", "number", "boolean", "array")
-_ELICIT_KEYS = {"string": ("type", "title", "description", "enum", "oneOf",
-                           "default", "minLength", "maxLength", "format"),
+_ELICIT_KEYS = {"string": ("type", "title", "description", "enum",
+                           "enumNames", "oneOf", "default", "minLength",
+                           "maxLength", "format"),
                 "integer": ("type", "title", "description", "default",
                             "minimum", "maximum"),
                 "boolean": ("type", "title", "description", "default"),
@@ -104,6 +105,7 @@ def form_of(fields: list[Field], schema: dict[str, Any] | None
         elif "oneOf" in properties[one.name]:
             # Titled choices: the titles are the form's (SEP-1330).
             properties[one.name].pop("enum", None)
+            properties[one.name].pop("enumNames", None)
         if "default" not in prop:
             required.append(one.name)
     return {"type": "object", "properties": properties, "required": required}

@@ -458,7 +458,10 @@ def input_needed_text(tool: str, needed: InputNeeded,
 def _field_text(prop: dict[str, Any]) -> str:
     parts = [prop.get("type", "string")]
     if prop.get("enum"):
-        parts.append("one of " + ", ".join(map(str, prop["enum"])))
+        names = prop.get("enumNames") or [None] * len(prop["enum"])
+        parts.append("one of " + ", ".join(
+            f"{v} ({n})" if n else str(v) for v, n in zip(prop["enum"],
+                                                           names)))
     if prop.get("oneOf"):
         parts.append("one of " + _titled_text(prop["oneOf"]))
     # SEP-1330's multi-select: a JSON list of the choices.

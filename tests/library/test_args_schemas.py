@@ -459,7 +459,9 @@ CHOICES = {
         {"const": "ann", "title": "Ann Lee"},
         {"const": "bo", "title": "Bo Chan"}]}},
     "color": {"type": "string", "oneOf": [
-        {"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]}}
+        {"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+    "size": {"type": "string", "enum": ["s", "l"],
+             "enumNames": ["Small", "Large"]}}
 
 
 def test_input_needed_asks_for_several_choices_and_titled_ones(events):
@@ -482,6 +484,7 @@ def test_input_needed_asks_for_several_choices_and_titled_ones(events):
     {"type": "array", "items": {"enum": ["a"]}, "maxItems": -1},
     {"type": "integer", "oneOf": [{"const": "1", "title": "one"}]},
     {"type": "string", "oneOf": [{"const": "a"}]},         # no title
+    {"type": "string", "enum": ["a", "b"], "enumNames": ["A"]},
     {"type": "string", "oneOf": [{"const": "a", "title": "x" * 5000}]},
 ])
 def test_input_needed_refuses_choices_a_form_cannot_hold(events, field):
