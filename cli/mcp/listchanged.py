@@ -73,6 +73,18 @@ class ListWatch:
             return
         self._remember(ctx, current)
 
+    async def before_call(self, ctx: Context) -> None:
+        """At 2026-07-28, before the first listing: what listen streams
+        are taken to know, so a change the first call makes is news."""
+        if self._published is None and \
+                ctx.protocol_version in MODERN_VERSIONS:
+            try:
+                listing = await anyio.to_thread.run_sync(self._listing)
+            except Exception:
+                return  # the call says what went wrong
+            if self._published is None:
+                self._published = digest(listing)
+
     async def after_call(self, ctx: Context) -> None:
         """Tell the client of ``ctx`` (before 2026-07-28) or the listen
         streams (at it) when the listing changed since they last saw it."""

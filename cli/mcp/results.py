@@ -458,10 +458,8 @@ def input_needed_text(tool: str, needed: InputNeeded,
 def _field_text(prop: dict[str, Any]) -> str:
     parts = [prop.get("type", "string")]
     if prop.get("enum"):
-        names = prop.get("enumNames") or [None] * len(prop["enum"])
-        parts.append("one of " + ", ".join(
-            f"{v} ({n})" if n else str(v) for v, n in zip(prop["enum"],
-                                                           names)))
+        parts.append("one of " + _enum_text(prop["enum"],
+                                            prop.get("enumNames")))
     if prop.get("oneOf"):
         parts.append("one of " + _titled_text(prop["oneOf"]))
     # SEP-1330's multi-select: a JSON list of the choices.
@@ -481,6 +479,15 @@ def _field_text(prop: dict[str, Any]) -> str:
             parts.append(f"{key} {prop[key]}")
     description = prop.get("description")
     return f"({'; '.join(parts)})" + (f" {description}" if description else "")
+
+
+def _enum_text(values: list[Any], names: Any) -> str:
+    """Choices as ``VALUE``, or ``VALUE (TITLE)`` with the older titles
+    (``enumNames``, one per value)."""
+    if not (isinstance(names, list) and len(names) == len(values)):
+        return ", ".join(map(str, values))
+    return ", ".join(f"{v} ({n})" for v, n in zip(values, names,
+                                                  strict=True))
 
 
 def _titled_text(choices: list[dict[str, Any]]) -> str:

@@ -128,6 +128,7 @@ def _watching_calls(server: Server[Any], watch: ListWatch) -> None:
 
     async def call_tool(ctx: ServerRequestContext[Any, Any],
                         params: Any) -> Any:
+        await watch.before_call(ctx)
         result = await handler(ctx, params)
         await watch.after_call(ctx)
         return result

@@ -133,3 +133,24 @@ def test_stateless_http_promises_no_change_notice(changing):
         anyio.run(scenario)
     finally:
         served.stop()
+
+
+def test_a_tool_the_lock_stops_serving_is_announced(changing):
+    """A locked tool whose description changed drops out of the listing:
+    the client is told, and the new listing no longer has it."""
+    done = changing.acor("lock")
+    assert done.returncode == 0, done.stderr
+
+    async def scenario():
+        notices = Notices()
+        async with Client(acor_mcp_stdio(changing), mode="legacy",
+                          message_handler=notices) as client:
+            listed = await client.list_tools()
+            assert "echo" in {tool.name for tool in listed.tools}
+            describe(changing, "a description nobody approved")
+            await client.call_tool("other", {})
+            with anyio.fail_after(WAIT):
+                await notices.got.wait()
+            listed = await client.list_tools()
+            assert "echo" not in {tool.name for tool in listed.tools}
+    anyio.run(scenario)
