@@ -31,6 +31,7 @@ import click
 
 from acor import exitcodes
 
+from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.commands.function_template import function_files
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
@@ -42,12 +43,11 @@ SAMPLE = ("The quick brown fox\n"
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a tool's name, or None."""
-    from acor.cli.discovery.manifest import RESERVED
     if not _NAME.match(name):
         return (f"{name!r} is not a tool name: use 1-64 lowercase letters, "
                 "digits, '-' or '_', starting with a letter or digit (like "
                 '"my-tool")')
-    if name in RESERVED:
+    if name in BUILTIN_COMMANDS:
         return f"{name!r} is an acor command, so `acor {name}` could never " \
                "run the tool"
     return None

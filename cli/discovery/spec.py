@@ -8,7 +8,6 @@ path's.
 from __future__ import annotations
 
 import marshal
-from typing import Any
 
 from acor.cli.discovery.cache import Record
 
