@@ -61,10 +61,26 @@ class ListWatch:
         # their id names no other connection; the digest it was sent)
         self._sent: OrderedDict[int, tuple[object, str]] = OrderedDict()
         self._published: str | None = None  # what listen streams know of
+        # The last listing digested, kept alive so that the ids of its
+        # tools name them alone: the catalog hands out the same tool
+        # objects until a tool changes, so an unchanged listing is not
+        # serialised again (1,000 tools are not hashed after every call).
+        self._last: tuple[list[dict[str, Any]], str] = ([], digest([]))
+
+    def digest(self, tools: list[dict[str, Any]]) -> str:
+        """:func:`digest` of ``tools``, the last one's again when they are
+        the very same tools."""
+        last, known = self._last
+        if len(last) == len(tools) and all(
+                a is b for a, b in zip(last, tools, strict=True)):
+            return known
+        current = digest(tools)
+        self._last = (list(tools), current)
+        return current
 
     def listed(self, ctx: Context, tools: list[dict[str, Any]]) -> None:
         """``tools`` were just sent to the client of ``ctx``."""
-        current = digest(tools)
+        current = self.digest(tools)
         if ctx.protocol_version in MODERN_VERSIONS:
             # A listing sent to one client is not news for the others: it
             # is published at the next call that finds it changed.
@@ -83,7 +99,7 @@ class ListWatch:
             except Exception:
                 return  # the call says what went wrong
             if self._published is None:
-                self._published = digest(listing)
+                self._published = self.digest(listing)
 
     async def after_call(self, ctx: Context) -> None:
         """Tell the client of ``ctx`` (before 2026-07-28) or the listen
@@ -93,7 +109,8 @@ class ListWatch:
         if seen is None:
             return  # nothing listed yet: the first listing will be news
         try:
-            current = digest(await anyio.to_thread.run_sync(self._listing))
+            current = self.digest(
+                await anyio.to_thread.run_sync(self._listing))
         except Exception:
             return  # the call's own result already says what went wrong
         if current == seen:
