@@ -56,7 +56,7 @@ class AcorGroup(click.Group):
                 formatter.write_text(f"(configuration error: {exc.reason}; "
                                      "run `acor doctor`)")
             return
-        rows = [(name, spec.description) for name, spec in
+        rows = [(name, spec.description or "") for name, spec in
                 registry.tools.items()]
         with formatter.section("Tools"):
             if rows:

@@ -97,8 +97,8 @@ def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
                    "looked.")
     width = max((len(s.name) for s in tools), default=0)
     for s in tools:
-        click.echo(f"{s.name:<{width}}  {printable(s.version):<8} "
-                   f"{s.kind:<7} {printable(s.description)}  "
+        click.echo(f"{s.name:<{width}}  {printable(s.version or ''):<8} "
+                   f"{s.kind:<7} {printable(s.description or '')}  "
                    f"[{printable(s.origin or '')}]")
     if show_all:
         echo_problems(reg)
@@ -115,11 +115,11 @@ def echo_problems(reg: Registry) -> None:
                        f"\n    fix:  {printable(s.recovery)}")
     if reg.shadowed:
         click.echo("\nShadowed tools (the first tools dir wins):")
-        for s in reg.shadowed:
+        for hidden in reg.shadowed:
             why = " (an override of a package's tool: fine)" \
-                if s.override else ""
-            click.echo(f"  {s.name}: {quote(s.loser_path)} is hidden by "
-                       f"{quote(s.winner_path)}{why}")
+                if hidden.override else ""
+            click.echo(f"  {hidden.name}: {quote(hidden.loser_path)} is "
+                       f"hidden by {quote(hidden.winner_path)}{why}")
 
 
 def doctor_report(reg: Registry) -> dict[str, Any]:
@@ -234,8 +234,8 @@ def show(ctx: click.Context, tool: str, as_json: bool) -> None:
                    "timeout": spec.timeout, "idle_timeout": spec.idle_timeout,
                    "warnings": spec.warnings})
         return
-    click.echo(f"{spec.name} {printable(spec.version)} ({spec.kind})")
-    click.echo(f"  {printable(spec.description)}")
+    click.echo(f"{spec.name} {printable(spec.version or '')} ({spec.kind})")
+    click.echo(f"  {printable(spec.description or '')}")
     click.echo(f"  path:    {quote(spec.path)}")
     usage = spec.usage
     if usage:

@@ -241,7 +241,7 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
                             "description": values["description"],
                             "args": values["args"], "params": plan},
                            separators=(",", ":"))
-    return ToolSpec(  # type: ignore[no-untyped-call, unused-ignore]
+    return ToolSpec(
         name=name, version=version, description=values["description"],
         kind="acor", path=folder, manifest_path=path,
         argv=[sys.executable, "-u", ENTRY, os.path.realpath(path),
