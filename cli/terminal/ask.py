@@ -20,8 +20,10 @@ import sys
 import time
 from contextlib import contextmanager
 
+from acor.layout import choice_values
+
 from acor.cli.approval import (APPROVAL_TTL, Field, field_prompt,
-                               fields_of, request_lines)
+                               fields_of, request_lines, safe_line)
 from acor.cli.terminal.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
@@ -157,6 +159,10 @@ def with_answers(args: list[str], fields: list[Field], answers: dict[str, Any]
         value = answers[field.name]
         if field.kind == "boolean":
             head += [field.flag] if value else []
+        elif isinstance(value, list):  # the flag before each item
+            for item in map(str, value):
+                head += [f"{field.flag}={item}"] if item.startswith("-") \
+                    else [field.flag, item]
         else:
             text = str(value)
             head += [f"{field.flag}={text}"] if text.startswith("-") else \
@@ -191,6 +197,8 @@ def _ask(field: Field) -> object:
     if field.kind == "boolean":
         return click.prompt(prompt + " [y/n]", type=click.BOOL,
                             show_choices=False)
+    if field.kind == "array":
+        return _ask_list(field, prompt)
     if "enum" in prop and isinstance(prop["enum"], list):
         choices = [str(v) for v in prop["enum"]]
         answer = click.prompt(prompt, type=click.Choice(choices),
@@ -209,6 +217,23 @@ def _ask(field: Field) -> object:
         if problem is None:
             return value
         click.echo(f"  {problem}", err=True)
+
+
+def _ask_list(field: Field, prompt: str) -> list[str]:
+    """A multi-select field (SEP-1330), answered as a comma-separated list
+    of its choices."""
+    import click
+    items = field.prop.get("items")
+    choices = choice_values(items if isinstance(items, dict) else {})
+    shown = ", ".join(safe_line(c) for c in choices)
+    while True:
+        text = click.prompt(f"{prompt}\n  answer with a list, comma-"
+                            f"separated, of: {shown}")
+        values = [v.strip() for v in str(text).split(",") if v.strip()]
+        if values and all(v in choices for v in values):
+            return values
+        click.echo(f"  not a list of its choices: answer with some of "
+                   f"{shown}, separated by commas", err=True)
 
 
 def _secret(prompt: str) -> str:
