@@ -271,16 +271,18 @@ def test_a_changed_entry_is_compiled_again(tools, starter):
 
 PROGRAM_REPORT = [
     "bash", "-c",
-    # The signal lines first, read by bash itself before it forks: what it
-    # started with. Read by a child of bash, they would be bash's mask of
-    # the moment, which changes around each fork (bash blocks SIGCHLD,
-    # SIGINT and SIGTERM while it makes a child): seen or not as the
-    # scheduler decides. mapfile reads the file in one read (read -r would
-    # read it in pieces, each of a newer status whose lengths may differ).
-    'mapfile -t status < /proc/$$/status; for line in "${status[@]}"; do '
+    # Its signals and descriptors read by bash itself, before it forks:
+    # what it started with. Read by a child of bash, they would be bash's of
+    # the moment, which change around each fork (bash blocks SIGCHLD,
+    # SIGINT and SIGTERM while it makes a child, and holds a pipe's both
+    # ends a while): seen or not as the scheduler decides. mapfile reads
+    # the status in one read (read -r would read it in pieces, each of a
+    # newer status whose lengths may differ).
+    'mapfile -t status < /proc/$$/status; open=(/proc/$$/fd/*); '
+    'for line in "${status[@]}"; do '
     'case $line in SigBlk:*|SigIgn:*) echo "$line";; esac; done; '
     'trap -p; echo "cwd=$PWD sid=$(ps -o sid= -p $$ | tr -d " ") pid=$$ '
-    'probe=$WARM_PROBE fds=$(ls /proc/$$/fd | wc -l)"; cat']
+    'probe=$WARM_PROBE fds=${#open[@]}"; cat']
 
 
 def test_a_program_the_server_executes_starts_as_a_cold_one(tools):
