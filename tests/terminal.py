@@ -1,11 +1,15 @@
 """A real pseudo-terminal running `acor`, driven as a person would: what
 the prompt and Ctrl-C tests type into (the `pty` module; nothing mocked)."""
 
+import fcntl
 import os
 import platform
 import pty
+import re
 import select
 import signal
+import struct
+import termios
 import time
 
 from conftest import ACOR_SCRIPT
@@ -44,11 +48,22 @@ def wait_blocked_in(pid: int, calls: dict, timeout: float = 30) -> None:
 class Terminal:
     """`acor ARGS` on a real pseudo-terminal, driven as a person would."""
 
-    def __init__(self, project, *args):
+    def __init__(self, project, *args, columns=None, env=None):
+        """``columns``: the terminal's width (rows: 40); ``env``: set
+        in the project's environment (a None value removes it)."""
+        environ = dict(project.env)
+        for key, value in (env or {}).items():
+            if value is None:
+                environ.pop(key, None)
+            else:
+                environ[key] = value
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: acor on the terminal
+            if columns is not None:
+                fcntl.ioctl(0, termios.TIOCSWINSZ,
+                            struct.pack("HHHH", 40, columns, 0, 0))
             os.chdir(project.root)
-            os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], project.env)
+            os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], environ)
         self.seen = b""
 
     def expect(self, text: str, timeout: float = 30) -> str:
@@ -64,7 +79,6 @@ class Terminal:
     def echo_off(self, timeout: float = 30) -> None:
         """Wait until the terminal no longer echoes what is typed (a
         hidden prompt turns echo off after writing its text)."""
-        import termios
         deadline = time.monotonic() + timeout
         while termios.tcgetattr(self.fd)[3] & termios.ECHO:
             if time.monotonic() >= deadline:
@@ -110,3 +124,11 @@ class Terminal:
     @property
     def text(self) -> str:
         return self.seen.decode(errors="replace")
+
+    @property
+    def plain(self) -> str:
+        """What was written, without escape sequences (colours, cursor
+        moves) and with CR LF as LF."""
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "",
+                      self.text)
+        return text.replace("\r\n", "\n")

@@ -33,7 +33,8 @@ from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 from acor.cli.discovery.config import ConfigError
 from acor.cli.errors import LauncherError, UsageError, config_error
-from acor.cli.output.formats import FORMATS, report
+from acor.cli.output.formats import FORMATS
+from acor.cli.output.person import report_error
 from acor.cli.commands.tasks import tasks
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -254,9 +255,9 @@ def run_command(argv: list[str], fmt: str | None = None,
         result = cli.main(args=argv, prog_name="acor", standalone_mode=False,
                           obj={"early": early})
     except LauncherError as exc:
-        return report(exc, fmt, out=out)
+        return report_error(exc, fmt, out=out)
     except ConfigError as exc:
-        return report(config_error(exc), fmt, out=out)
+        return report_error(config_error(exc), fmt, out=out)
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
@@ -273,7 +274,7 @@ def run_command(argv: list[str], fmt: str | None = None,
         if fixed is not None:
             hint = "The command below is yours, corrected."
             next_argv = fixed
-        return report(UsageError(exc.format_message(), hint, next=next_argv),
+        return report_error(UsageError(exc.format_message(), hint, next=next_argv),
                       fmt, out=out)
     except click.Abort:
         return exitcodes.CANCELLED

@@ -36,7 +36,7 @@ from acor.sessions import (
 from acor._safefs import Unsafe
 
 from acor.cli.errors import LauncherError
-from acor.cli.output.formats import report
+from acor.cli.output.person import report_error as report
 from acor.cli.output.spill import clear_outputs, output_dir
 from acor.cli.textsafe import printable
 

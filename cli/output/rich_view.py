@@ -18,6 +18,7 @@ its SGR sequences (and only those) become rich styles.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 
@@ -38,6 +39,7 @@ TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
 if TYPE_CHECKING:
     from typing import Any, Optional
 
+    from acor.errors import AcorError
     from acor.events import (AIDirective, Checkpoint, Error, Event,
                              Heartbeat, InputNeeded, Output, OutputData,
                              OutputFiles, Result, Session, Stderr,
@@ -79,6 +81,48 @@ def _command(argv: object) -> str:
     if isinstance(argv, (list, tuple)):
         return _line(shlex.join(str(arg) for arg in argv))
     return _line(argv)
+
+
+def error_panel(event: Error) -> Panel:
+    """An error as a person reads it: a short title in the border (the
+    code), and the whole message wrapped in the body, the part that says
+    what to do included, however long it is."""
+    body = Text()
+    body.append(_text(event.title) + "\n", style="bold")
+    if event.details:
+        body.append(_text(event.details) + "\n")
+    if event.recovery:
+        body.append("→ " + _text(event.recovery) + "\n", style="green")
+    if event.next:
+        body.append("next: " + _command(event.next) + "\n", style="bold")
+    body.rstrip()
+    return Panel(body, title=Text("Error " + _line(event.code)[:40]),
+                 title_align="left", border_style="red")
+
+
+def person_console(stderr: bool = False) -> Console:
+    """A console for a person: rich's own, but on a terminal without
+    cursor control (``TERM=dumb``) as wide as the terminal is, where rich
+    would assume 80 columns."""
+    console = Console(stderr=stderr)
+    if console.is_dumb_terminal:
+        try:
+            size = os.get_terminal_size(2 if stderr else 1)
+        except OSError:
+            return console
+        if size.columns > 0 and size.lines > 0:  # both, or rich takes 80
+            return Console(stderr=stderr, width=size.columns,
+                           height=size.lines)
+    return console
+
+
+def show_error(error: AcorError, tool: str = "acor") -> int:
+    """``error`` at a terminal: its panel and the failed status on stderr
+    (stdout stays the command's); returns its exit code."""
+    console = person_console(stderr=True)
+    console.print(error_panel(error.to_event()))
+    console.print(RichSink(tool, console).on_status(Status("failed")))
+    return error.exit_code
 
 
 class RichSink(EventHandler):
@@ -193,17 +237,7 @@ class RichSink(EventHandler):
         return Panel(lines, title="Output Files", title_align="left")
 
     def on_error(self, event: Error) -> Shown:
-        body = Text()
-        body.append(f"{_line(event.code)}\n", style="bold")
-        if event.details:
-            body.append(_text(event.details) + "\n")
-        if event.recovery:
-            body.append("→ " + _text(event.recovery) + "\n", style="green")
-        if event.next:
-            body.append("next: " + _command(event.next) + "\n", style="bold")
-        body.rstrip()
-        return Panel(body, title=Text("Error: " + _line(event.title)),
-                     title_align="left", border_style="red")
+        return error_panel(event)
 
     def on_input_needed(self, event: InputNeeded) -> Shown:
         body = Text(_text(event.message) + "\n")

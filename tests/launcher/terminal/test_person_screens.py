@@ -1,0 +1,68 @@
+"""What a person sees at a terminal (issue 38): every run and every error
+of acor's own commands, in a real pseudo-terminal at 120 and 60 columns,
+with NO_COLOR and with TERM=dumb. Piped output is the agents' and stays
+as it was (the front door's and the run tests hold it)."""
+
+import subprocess
+
+import pytest
+
+from conftest import ACOR_SCRIPT
+from terminal import Terminal
+
+SCREENS = [pytest.param(120, {}, id="120"), pytest.param(60, {}, id="60"),
+           pytest.param(80, {"NO_COLOR": "1"}, id="no-color"),
+           pytest.param(100, {"TERM": "dumb"}, id="dumb")]
+
+ERRORS = [(("--tiemout", "3", "hello"), "No such option", "--timeout 3"),
+          (("show", "helo"), "Unknown tool 'helo'", "acor list"),
+          (("sessions", "--clear", "nope"), "No session 'nope'",
+           "acor sessions")]
+
+
+def screen(project, *args, columns=120, env=None):
+    term = Terminal(project, *args, columns=columns, env=env)
+    code = term.finish()
+    return code, term.plain
+
+
+def panel_lines(text):
+    return [line for line in text.splitlines() if line[:1] in "╭│╰"]
+
+
+@pytest.mark.parametrize("columns,env", SCREENS)
+@pytest.mark.parametrize("args,title,fix", ERRORS)
+def test_a_built_in_commands_error_is_a_panel_at_a_terminal(
+        project, columns, env, args, title, fix):
+    code, text = screen(project, *args, columns=columns, env=env)
+    assert code == 2
+    assert "## Error" not in text and "**Code**" not in text
+    lines = panel_lines(text)
+    assert lines and lines[0].startswith("╭─ Error E_")
+    # The panel is as wide as the terminal, never wider.
+    assert {len(line) for line in lines} == {columns}
+    body = " ".join(line.strip("│ ") for line in lines[1:-1])
+    assert title in body and fix in body
+    assert text.rstrip().splitlines()[-1].startswith("● Failed")
+
+
+def test_a_long_error_keeps_what_to_do_in_the_panel(project):
+    """The title is short (the code); the message, however long, is in
+    the body, wrapped: the recovery at the end is whole."""
+    code, text = screen(project, "--timeout", "1e999", "hello", columns=60)
+    assert code == 2
+    lines = panel_lines(text)
+    assert lines[0].startswith("╭─ Error E_USAGE ─")
+    body = " ".join(line.strip("│ ") for line in lines[1:-1])
+    assert "as in the command below." in body
+    assert "next: acor --timeout 60 hello" in body
+
+
+@pytest.mark.parametrize("args", [a for a, _, _ in ERRORS])
+def test_piped_errors_stay_acor_markdown_on_stdout(project, args):
+    done = subprocess.run([ACOR_SCRIPT, *args], cwd=project.root,
+                          env=project.env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.startswith("## Error: ")
+    assert done.stdout.rstrip().endswith("## Status: Failed")
+    assert "╭" not in done.stdout + done.stderr
