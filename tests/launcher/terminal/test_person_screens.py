@@ -66,3 +66,39 @@ def test_piped_errors_stay_acor_markdown_on_stdout(project, args):
     assert done.stdout.startswith("## Error: ")
     assert done.stdout.rstrip().endswith("## Status: Failed")
     assert "╭" not in done.stdout + done.stderr
+
+
+HELLO = """\
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.output("hi")
+"""
+
+
+def panel_body(text):
+    return " ".join(line.strip("│ ") for line in panel_lines(text)[1:-1])
+
+
+@pytest.mark.parametrize("args,meant,next_", [
+    (("lst",), "list (a command)", "next: acor list"),
+    (("--timeout", "3", "lsit"), "list (a command)",
+     "next: acor --timeout 3 list"),
+    (("hepl",), "help (a command), hello (a tool)", "next: acor help"),
+    (("help", "hepl"), "hello (a tool)", "next: acor help hello"),
+    (("help", "lsit"), "list (a command)", "next: acor help list"),
+    (("helo", "--loud"), "hello (a tool), help (a command)",
+     "next: acor hello --loud")])
+def test_a_mistyped_name_at_a_terminal_names_the_tool_or_command_meant(
+        project, args, meant, next_):
+    project.add_tool("hello", HELLO)
+    code, text = screen(project, *args, columns=100)
+    assert code == 2
+    body = panel_body(text)
+    assert f"Did you mean: {meant}?" in body
+    assert next_ in body
+
+
+def test_a_mistyped_subcommand_is_corrected_in_next(project):
+    code, text = screen(project, "sessions", "--clera", "x", columns=100)
+    assert code == 2
+    assert "next: acor sessions --clear x" in panel_body(text)
