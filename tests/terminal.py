@@ -45,6 +45,34 @@ def wait_blocked_in(pid: int, calls: dict, timeout: float = 30) -> None:
     raise AssertionError(f"{pid} never waited in {sorted(wanted)}")
 
 
+_CONTROL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07]*\x07|"
+                      r"[\r\n]|[^\x1b\r\n]+")
+
+
+def screen_lines(text: str) -> list:
+    """The lines ``text`` leaves on a terminal of unlimited width."""
+    lines, row, col = [""], 0, 0
+    for found in _CONTROL.finditer(text):
+        piece, final = found.group(0), found.group(2)
+        if piece == "\n":
+            row += 1
+            col = 0
+            if row == len(lines):
+                lines.append("")
+        elif piece == "\r":
+            col = 0
+        elif final == "A":
+            row = max(0, row - int(found.group(1) or 1))
+        elif final == "K":
+            lines[row] = lines[row][:col] if found.group(1) in ("", "0") \
+                else ""
+        elif not piece.startswith("\x1b"):
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + piece + line[col + len(piece):]
+            col += len(piece)
+    return [line.rstrip() for line in lines]
+
+
 class Terminal:
     """`acor ARGS` on a real pseudo-terminal, driven as a person would."""
 
@@ -124,6 +152,13 @@ class Terminal:
     @property
     def text(self) -> str:
         return self.seen.decode(errors="replace")
+
+    @property
+    def screen(self) -> list:
+        """The lines a person sees at the end, scrollback included: the
+        text with carriage returns, cursor-up and erase-line obeyed (what
+        rich's live display redraws with), colours dropped."""
+        return screen_lines(self.text)
 
     @property
     def plain(self) -> str:

@@ -259,9 +259,25 @@ class RichFormat(_Format):
             sys.stdout.reconfigure(errors="replace")
         super().__init__()
         self.view = RichSink(tool)
+        # The tool's stderr on the person's screen goes through the view:
+        # dimmed, above the live line, before the final status.
+        self._stderr_shown = sys.stderr.isatty()
 
     def emit(self, event: Event) -> None:
         self.view.emit(event)
+
+    def stderr(self, data: bytes) -> None:
+        if not self._stderr_shown:
+            super().stderr(data)
+            return
+        self.view.stderr(self._stderr_text.feed(
+            data.decode("utf-8", "replace")))
+
+    def result(self, result: RunRecord) -> None:
+        if not self._stderr_shown:
+            super().result(result)
+            return
+        self.view.stderr(self._stderr_text.flush())
 
     def close(self) -> None:
         self.view.close()

@@ -23,21 +23,19 @@ import re
 import shlex
 
 from rich.console import Console, Group, RenderableType
-from rich.markup import escape
 from rich.panel import Panel
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.syntax import Syntax
-from rich.table import Column
 from rich.text import Text
 
 from acor.events import Status
 
 from acor.cli.handlers import EventHandler
+from acor.cli.output.live import LiveLine, duration
 from acor.cli.textsafe import keep_colours, printable, strip_terminal
 
 TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Optional
 
     from acor.errors import AcorError
     from acor.events import (AIDirective, Checkpoint, Error, Event,
@@ -46,17 +44,17 @@ if TYPE_CHECKING:
                              Suggestions, Unknown)
     from acor.events import Progress as ProgressEvent
     from acor.events import Text as TextEvent
-    from rich.progress import TaskID
 
     Shown = Optional[RenderableType]  # what an event draws, if anything
 
-STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
+# No blue: it is hard to read on a dark theme.
+STATUS_STYLES = {"ready": "cyan", "working": "cyan", "complete": "bold green",
                  "failed": "bold red", "cancelled": "bold yellow"}
 # "label (current/total)", as tool.progress_bar() writes it: the count gets
 # its own column so that a long label is cut, never the count.
 COUNT = re.compile(r"\s*\((\d+)/(\d+)\)$")
-# Before these the live bar is closed: its last frame stays above them, and
-# is never drawn again below an error or the end of the run.
+# Before these the live line is stopped: its last frame stays above them,
+# and is never drawn again below an error or the end of the run.
 _CLOSES_PROGRESS = frozenset({"error", "input_needed"})
 
 
@@ -116,71 +114,80 @@ def person_console(stderr: bool = False) -> Console:
     return console
 
 
+def status_line(state: str, tool: str, seconds: Optional[float] = None
+                ) -> Text:
+    """A run's status as one line: ``● Complete in 20.1 s  tool``."""
+    style = STATUS_STYLES.get(state, "magenta")
+    said = _line(state).capitalize()
+    if seconds is not None:
+        said += (" in " if state == "complete" else " after ") + \
+            duration(seconds)
+    return Text.assemble(("● ", style), (said, style), (f"  {tool}", "dim"))
+
+
 def show_error(error: AcorError, tool: str = "acor") -> int:
     """``error`` at a terminal: its panel and the failed status on stderr
     (stdout stays the command's); returns its exit code."""
     console = person_console(stderr=True)
     console.print(error_panel(error.to_event()))
-    console.print(RichSink(tool, console).on_status(Status("failed")))
+    console.print(status_line("failed", _line(tool)))
     return error.exit_code
 
 
 class RichSink(EventHandler):
     """Draws each event (one method per event type, see
-    :mod:`cli.handlers`): a live bar for progress, panels for errors and
-    questions, a line for the rest."""
+    :mod:`cli.handlers`): one live line for the run's progress, its
+    checkpoints and its time (:mod:`cli.output.live`), panels for errors
+    and questions and results, a line for the rest; the tool's stderr
+    dimmed, and the final status the last line of all."""
 
     def __init__(self, tool: str, console: Optional[Console] = None
                  ) -> None:
         self.tool = _line(tool)
-        self.console = console if console is not None else Console()
-        self._progress: Optional[Progress] = None
-        self._task: Optional[TaskID] = None
+        self.console = console if console is not None else person_console()
+        self.line = LiveLine(self.console, self.tool)
+        self._final: Shown = None
+        self._stderr_held = ""
 
     def emit(self, event: Event) -> None:
         renderable = self.handle(event)
-        if event.type in _CLOSES_PROGRESS or \
-                isinstance(event, Status) and event.is_final:
-            self._stop_progress()
+        final = isinstance(event, Status) and event.is_final
+        done = self.line.percent is not None and self.line.percent >= 100
+        if event.type in _CLOSES_PROGRESS or final or \
+                (renderable is not None and done):
+            # The line's last frame stays above what ends the run (the
+            # 100% bar before the result, not under it).
+            self.line.stop()
+        if final:
+            self._final = renderable  # shown last, by close()
+            return
         if renderable is not None:
             self.console.print(renderable)
+        elif event.type not in ("progress", "checkpoint"):
+            self.line.alive()
+
+    def stderr(self, text: str) -> None:
+        """The tool's stderr (already cleaned): dimmed, whole lines, above
+        the live line."""
+        held, _, rest = (self._stderr_held + text).rpartition("\n")
+        self._stderr_held = rest
+        if held:
+            self.console.print(Text(held, style="dim"))
 
     def close(self) -> None:
-        self._stop_progress()
+        self.line.stop()
+        if self.line.checkpoints:
+            self.console.print(Text(
+                f"Checkpoint {self.line.checkpoint} "
+                f"({self.line.checkpoints} in this run)", style="dim cyan"))
+        if self._stderr_held:
+            self.console.print(Text(self._stderr_held, style="dim"))
+            self._stderr_held = ""
+        if self._final is not None:
+            self.console.print(self._final)
+            self._final = None
 
     def on_progress(self, event: ProgressEvent) -> Shown:
-        self._show_progress(event)
-        return None
-
-    def on_heartbeat(self, event: Heartbeat) -> Shown:
-        return None  # nothing to show: the live bar shows the run is alive
-
-    def on_stderr(self, event: Stderr) -> Shown:
-        return Text(_text(event.text), style="dim red")
-
-    def on_result(self, event: Result) -> Shown:
-        return None  # the final status above says it
-
-    def _bar(self) -> tuple[Progress, TaskID]:
-        """The live bar, started at the first progress."""
-        if self._progress is None or self._task is None:
-            def column(**sized: Any) -> Column:
-                return Column(no_wrap=True, overflow="ellipsis", **sized)
-            self._progress = Progress(
-                TextColumn("[bold]{task.fields[tool]}",
-                           table_column=column(max_width=24)),
-                BarColumn(bar_width=30), TaskProgressColumn(),
-                TextColumn("{task.fields[count]}", table_column=column()),
-                TextColumn("{task.description}",
-                           table_column=column(ratio=1)),
-                console=self.console, expand=True)
-            self._task = self._progress.add_task(
-                "", total=100, tool=escape(self.tool), count="")
-            self._progress.start()
-        return self._progress, self._task
-
-    def _show_progress(self, event: ProgressEvent) -> None:
-        progress, task = self._bar()
         # The first line only, as one line (a "\r" in it shown as "\\n").
         label = _line((event.message or "").split("\n")[0])
         found = COUNT.search(label)
@@ -188,19 +195,23 @@ class RichSink(EventHandler):
         if found:
             label = label[:found.start()]
             count = f"{found.group(1)}/{found.group(2)}"
-        progress.update(task, completed=event.percent,
-                        description=escape(label), count=count)
+        self.line.progress(float(event.percent), label, count)
+        return None
 
-    def _stop_progress(self) -> None:
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
+    def on_heartbeat(self, event: Heartbeat) -> Shown:
+        return None  # nothing to show: the live line shows the run is alive
+
+    def on_stderr(self, event: Stderr) -> Shown:
+        return Text(_text(event.text), style="dim")
+
+    def on_result(self, event: Result) -> Shown:
+        return None  # the final status above says it
 
     def on_status(self, event: Status) -> Shown:
-        style = STATUS_STYLES.get(event.state, "magenta")
-        line = Text.assemble(("● ", style),
-                             (_line(event.state).capitalize(), style),
-                             (f"  {self.tool}", "dim"))
+        if event.state == "ready":
+            return None  # the live line says the run has begun
+        seconds = self.line.elapsed() if event.is_final else None
+        line = status_line(event.state, self.tool, seconds)
         if event.message:
             return Group(line, Text(_text(event.message)))
         return line
@@ -264,18 +275,24 @@ class RichSink(EventHandler):
                      border_style=style)
 
     def on_ai_directive(self, event: AIDirective) -> Shown:
-        return self._bullets("AI Directive", event.items, "magenta")
+        # Written for the agent: a person sees it, dimmed.
+        panel = self._bullets("AI Directive (for the agent)", event.items,
+                              "dim")
+        panel.style = "dim"
+        return panel
 
     def on_suggestions(self, event: Suggestions) -> Shown:
         title = "Suggestions" + (f": {_line(event.title)}"
                                  if event.title else "")
-        return self._bullets(title, event.items, "blue")
+        return self._bullets(title, event.items, "cyan")
 
     def on_session(self, event: Session) -> Shown:
         return Text(f"Session {_line(event.id)}", style="cyan")
 
     def on_checkpoint(self, event: Checkpoint) -> Shown:
-        return Text(f"Checkpoint {_line(event.id)}", style="dim cyan")
+        # One updating mark on the live line, not a line each.
+        self.line.checkpoint_at(_line(event.id))
+        return None
 
     def on_unknown(self, event: Unknown) -> Shown:
         return Text(f"## {_line(event.heading)}\n{_text(event.body)}",
