@@ -71,7 +71,7 @@ class LiveLine:
         self.console = console
         self.tool = tool  # already made one printable line
         self.started = time.monotonic()
-        self.redraws = console.is_terminal and console.is_interactive
+        self.redraws = console.is_interactive  # not TERM=dumb
         self.percent: Optional[float] = None
         self.label = ""
         self.count = ""

@@ -23,38 +23,43 @@ import re
 import shlex
 
 from rich.console import Console, Group, RenderableType
+from rich.markup import escape
 from rich.panel import Panel
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 from rich.syntax import Syntax
+from rich.table import Column
 from rich.text import Text
 
 from acor.events import Status
 
 from acor.cli.handlers import EventHandler
-from acor.cli.output.live import LiveLine, duration
+from acor.cli.output.live import duration
 from acor.cli.textsafe import keep_colours, printable, strip_terminal
 
 TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
 if TYPE_CHECKING:
-    from typing import Optional
+    from typing import Any, Optional
 
     from acor.errors import AcorError
+
     from acor.events import (AIDirective, Checkpoint, Error, Event,
                              Heartbeat, InputNeeded, Output, OutputData,
                              OutputFiles, Result, Session, Stderr,
                              Suggestions, Unknown)
     from acor.events import Progress as ProgressEvent
     from acor.events import Text as TextEvent
+    from rich.progress import TaskID
 
     Shown = Optional[RenderableType]  # what an event draws, if anything
 
-# No blue: it is hard to read on a dark theme.
-STATUS_STYLES = {"ready": "cyan", "working": "cyan", "complete": "bold green",
-                 "failed": "bold red", "cancelled": "bold yellow"}
+STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
+                 "failed": "bold red", "cancelled": "bold yellow",
+                 "input needed": "bold yellow"}
 # "label (current/total)", as tool.progress_bar() writes it: the count gets
 # its own column so that a long label is cut, never the count.
 COUNT = re.compile(r"\s*\((\d+)/(\d+)\)$")
-# Before these the live line is stopped: its last frame stays above them,
-# and is never drawn again below an error or the end of the run.
+# Before these the live bar is closed: its last frame stays above them, and
+# is never drawn again below an error or the end of the run.
 _CLOSES_PROGRESS = frozenset({"error", "input_needed"})
 
 
@@ -114,10 +119,31 @@ def person_console(stderr: bool = False) -> Console:
     return console
 
 
+def field_notes(spec: dict[str, Any]) -> str:
+    """What an answer may be, in one line: the choices, the default, the
+    range (``choices: pdf, html · default: pdf``), or ""."""
+    notes = []
+    if isinstance(spec.get("enum"), list):
+        notes.append("choices: " + ", ".join(_line(v) for v in spec["enum"]))
+    if spec.get("default") is not None:
+        notes.append(f"default: {_line(spec['default'])}")
+    low, high = spec.get("minimum"), spec.get("maximum")
+    if low is not None and high is not None:
+        notes.append(f"from {_line(low)} to {_line(high)}")
+    elif low is not None:
+        notes.append(f"at least {_line(low)}")
+    elif high is not None:
+        notes.append(f"at most {_line(high)}")
+    if spec.get("type") == "boolean":
+        notes.append("yes or no")
+    return " · ".join(notes)
+
+
 def status_line(state: str, tool: str, seconds: Optional[float] = None
                 ) -> Text:
     """A run's status as one line: ``● Complete in 20.1 s  tool``."""
-    style = STATUS_STYLES.get(state, "magenta")
+    # No blue for a person: it is hard to read on a dark theme.
+    style = {**STATUS_STYLES, "working": "cyan"}.get(state, "magenta")
     said = _line(state).capitalize()
     if seconds is not None:
         said += (" in " if state == "complete" else " after ") + \
@@ -136,58 +162,60 @@ def show_error(error: AcorError, tool: str = "acor") -> int:
 
 class RichSink(EventHandler):
     """Draws each event (one method per event type, see
-    :mod:`cli.handlers`): one live line for the run's progress, its
-    checkpoints and its time (:mod:`cli.output.live`), panels for errors
-    and questions and results, a line for the rest; the tool's stderr
-    dimmed, and the final status the last line of all."""
+    :mod:`cli.handlers`): a live bar for progress, panels for errors and
+    questions, a line for the rest."""
 
     def __init__(self, tool: str, console: Optional[Console] = None
                  ) -> None:
         self.tool = _line(tool)
-        self.console = console if console is not None else person_console()
-        self.line = LiveLine(self.console, self.tool)
-        self._final: Shown = None
-        self._stderr_held = ""
+        self.console = console if console is not None else Console()
+        self._progress: Optional[Progress] = None
+        self._task: Optional[TaskID] = None
 
     def emit(self, event: Event) -> None:
         renderable = self.handle(event)
-        final = isinstance(event, Status) and event.is_final
-        done = self.line.percent is not None and self.line.percent >= 100
-        if event.type in _CLOSES_PROGRESS or final or \
-                (renderable is not None and done):
-            # The line's last frame stays above what ends the run (the
-            # 100% bar before the result, not under it).
-            self.line.stop()
-        if final:
-            self._final = renderable  # shown last, by close()
-            return
+        if event.type in _CLOSES_PROGRESS or \
+                isinstance(event, Status) and event.is_final:
+            self._stop_progress()
         if renderable is not None:
             self.console.print(renderable)
-        elif event.type not in ("progress", "checkpoint"):
-            self.line.alive()
-
-    def stderr(self, text: str) -> None:
-        """The tool's stderr (already cleaned): dimmed, whole lines, above
-        the live line."""
-        held, _, rest = (self._stderr_held + text).rpartition("\n")
-        self._stderr_held = rest
-        if held:
-            self.console.print(Text(held, style="dim"))
 
     def close(self) -> None:
-        self.line.stop()
-        if self.line.checkpoints:
-            self.console.print(Text(
-                f"Checkpoint {self.line.checkpoint} "
-                f"({self.line.checkpoints} in this run)", style="dim cyan"))
-        if self._stderr_held:
-            self.console.print(Text(self._stderr_held, style="dim"))
-            self._stderr_held = ""
-        if self._final is not None:
-            self.console.print(self._final)
-            self._final = None
+        self._stop_progress()
 
     def on_progress(self, event: ProgressEvent) -> Shown:
+        self._show_progress(event)
+        return None
+
+    def on_heartbeat(self, event: Heartbeat) -> Shown:
+        return None  # nothing to show: the live bar shows the run is alive
+
+    def on_stderr(self, event: Stderr) -> Shown:
+        return Text(_text(event.text), style="dim red")
+
+    def on_result(self, event: Result) -> Shown:
+        return None  # the final status above says it
+
+    def _bar(self) -> tuple[Progress, TaskID]:
+        """The live bar, started at the first progress."""
+        if self._progress is None or self._task is None:
+            def column(**sized: Any) -> Column:
+                return Column(no_wrap=True, overflow="ellipsis", **sized)
+            self._progress = Progress(
+                TextColumn("[bold]{task.fields[tool]}",
+                           table_column=column(max_width=24)),
+                BarColumn(bar_width=30), TaskProgressColumn(),
+                TextColumn("{task.fields[count]}", table_column=column()),
+                TextColumn("{task.description}",
+                           table_column=column(ratio=1)),
+                console=self.console, expand=True)
+            self._task = self._progress.add_task(
+                "", total=100, tool=escape(self.tool), count="")
+            self._progress.start()
+        return self._progress, self._task
+
+    def progress_label(self, event: ProgressEvent) -> tuple[str, str]:
+        """A progress's label and its count ("3/10"), each one line."""
         # The first line only, as one line (a "\r" in it shown as "\\n").
         label = _line((event.message or "").split("\n")[0])
         found = COUNT.search(label)
@@ -195,23 +223,24 @@ class RichSink(EventHandler):
         if found:
             label = label[:found.start()]
             count = f"{found.group(1)}/{found.group(2)}"
-        self.line.progress(float(event.percent), label, count)
-        return None
+        return label, count
 
-    def on_heartbeat(self, event: Heartbeat) -> Shown:
-        return None  # nothing to show: the live line shows the run is alive
+    def _show_progress(self, event: ProgressEvent) -> None:
+        progress, task = self._bar()
+        label, count = self.progress_label(event)
+        progress.update(task, completed=event.percent,
+                        description=escape(label), count=count)
 
-    def on_stderr(self, event: Stderr) -> Shown:
-        return Text(_text(event.text), style="dim")
-
-    def on_result(self, event: Result) -> Shown:
-        return None  # the final status above says it
+    def _stop_progress(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
 
     def on_status(self, event: Status) -> Shown:
-        if event.state == "ready":
-            return None  # the live line says the run has begun
-        seconds = self.line.elapsed() if event.is_final else None
-        line = status_line(event.state, self.tool, seconds)
+        style = STATUS_STYLES.get(event.state, "magenta")
+        line = Text.assemble(("● ", style),
+                             (_line(event.state).capitalize(), style),
+                             (f"  {self.tool}", "dim"))
         if event.message:
             return Group(line, Text(_text(event.message)))
         return line
@@ -248,7 +277,17 @@ class RichSink(EventHandler):
         return Panel(lines, title="Output Files", title_align="left")
 
     def on_error(self, event: Error) -> Shown:
-        return error_panel(event)
+        body = Text()
+        body.append(f"{_line(event.code)}\n", style="bold")
+        if event.details:
+            body.append(_text(event.details) + "\n")
+        if event.recovery:
+            body.append("→ " + _text(event.recovery) + "\n", style="green")
+        if event.next:
+            body.append("next: " + _command(event.next) + "\n", style="bold")
+        body.rstrip()
+        return Panel(body, title=Text("Error: " + _line(event.title)),
+                     title_align="left", border_style="red")
 
     def on_input_needed(self, event: InputNeeded) -> Shown:
         body = Text(_text(event.message) + "\n")
@@ -275,24 +314,18 @@ class RichSink(EventHandler):
                      border_style=style)
 
     def on_ai_directive(self, event: AIDirective) -> Shown:
-        # Written for the agent: a person sees it, dimmed.
-        panel = self._bullets("AI Directive (for the agent)", event.items,
-                              "dim")
-        panel.style = "dim"
-        return panel
+        return self._bullets("AI Directive", event.items, "magenta")
 
     def on_suggestions(self, event: Suggestions) -> Shown:
         title = "Suggestions" + (f": {_line(event.title)}"
                                  if event.title else "")
-        return self._bullets(title, event.items, "cyan")
+        return self._bullets(title, event.items, "blue")
 
     def on_session(self, event: Session) -> Shown:
         return Text(f"Session {_line(event.id)}", style="cyan")
 
     def on_checkpoint(self, event: Checkpoint) -> Shown:
-        # One updating mark on the live line, not a line each.
-        self.line.checkpoint_at(_line(event.id))
-        return None
+        return Text(f"Checkpoint {_line(event.id)}", style="dim cyan")
 
     def on_unknown(self, event: Unknown) -> Shown:
         return Text(f"## {_line(event.heading)}\n{_text(event.body)}",
