@@ -116,6 +116,21 @@ class Terminal:
     def type(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\r")
 
+    def prompted(self, prompt: str, timeout: float = 30) -> None:
+        """Wait until the last thing written is ``prompt``: a person types
+        after the question, not ahead of it (typed ahead, the answer's
+        echo lands before the prompt)."""
+        deadline = time.monotonic() + timeout
+        while not self.plain.endswith(prompt):
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(min(left, 0.1)):
+                raise AssertionError(f"never prompted {prompt!r}: "
+                                     f"{self.seen!r}")
+
+    def eof(self) -> None:
+        """Ctrl-D at the start of a line: the end of the input."""
+        os.write(self.fd, b"\x04")
+
     def _read(self, timeout: float) -> bool:
         ready, _, _ = select.select([self.fd], [], [], timeout)
         if not ready:
