@@ -20,8 +20,9 @@ import sys
 import time
 from contextlib import contextmanager
 
-from acor.cli.approval import (APPROVAL_TTL, Field, command_text, fields_of,
-                               request_lines, safe_line)
+from acor.cli.approval import (APPROVAL_TTL, Field, command_text,
+                               field_prompt, fields_of, request_lines,
+                               safe_line)
 from acor.cli.terminal.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
@@ -114,13 +115,12 @@ def _request(result: RunResult, name: str, args: list[str],
              fields: list[Field]) -> list[str]:
     """What a person reads before the questions, beyond the rich view's
     Input Needed panel (which said the reason and each field): for an
-    answer only a person may give, the request (tool, command, level);
+    answer only a person may give, the request that says what is
+    approved (:func:`cli.approval.request_lines`, its reason included);
     for an ordinary one, nothing more."""
     lines = request_lines(name, result.version, ["acor", name, *args],
                           result.message or "", fields, result.audience)
-    if lines[0].endswith(" needs input:"):
-        return []
-    return [line for line in lines if not line.startswith("  reason:")]
+    return [] if lines[0].endswith(" needs input:") else lines
 
 
 def _masked(args: list[str], fields: list[Field], answers: dict[str, Any]
@@ -234,9 +234,11 @@ def _ask(field: Field) -> object:
     wrong answer says why in one style (``  ✗ ...``)."""
     import click
     prop = field.prop
-    label = f"{safe_line(field.name)}"
-    if field.secret:
-        label += " (secret: not shown as you type)"
+    # The panel above gave each field's description, choices, default
+    # and range: the prompt names the field (a secret says it is unseen).
+    label = field_prompt(field) if field.secret else safe_line(field.name)
+    if field.kind == "boolean":
+        label += " [y/n]"
     default = None if field.human else prop.get("default")
     while True:
         if field.secret:

@@ -86,10 +86,10 @@ def test_each_question_with_its_choices_default_and_range(
 
 def test_a_wrong_yes_or_no_says_what_counts(asking):
     term = Terminal(asking, "sure", columns=100)
-    term.prompted("sure: ")
+    term.prompted("sure [y/n]: ")
     term.type("maybe")
     term.expect("✗ Answer yes or no (y, n, true, false, 1, 0 work too).")
-    term.prompted("sure: ")
+    term.prompted("sure [y/n]: ")
     term.type("Y")
     assert term.finish() == 0
     assert "→ running acor sure --sure" in term.screen
@@ -98,7 +98,7 @@ def test_a_wrong_yes_or_no_says_what_counts(asking):
 
 def test_ctrl_d_leaves_the_prompt_line(asking):
     term = Terminal(asking, "sure", columns=100)
-    term.prompted("sure: ")
+    term.prompted("sure [y/n]: ")
     term.eof()
     assert term.finish() == 3
     said = [line for line in term.screen if "Not answered" in line]
