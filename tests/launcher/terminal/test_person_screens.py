@@ -102,3 +102,34 @@ def test_a_mistyped_subcommand_is_corrected_in_next(project):
     code, text = screen(project, "sessions", "--clera", "x", columns=100)
     assert code == 2
     assert "next: acor sessions --clear x" in panel_body(text)
+
+
+LONG = ("takes its time over many steps, writing progress and checkpoints "
+        "as it goes, so that a person can watch it")
+
+
+@pytest.mark.parametrize("columns", [120, 60])
+def test_acor_list_at_a_terminal_is_a_table_that_fits(project, columns):
+    project.add_tool("slow", HELLO, description=LONG)
+    project.add_tool("hello", HELLO)
+    code, text = screen(project, "list", columns=columns)
+    assert code == 0
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines[0].split() == ["TOOL", "VERSION", "KIND", "DESCRIPTION",
+                                "FROM"]
+    assert all(len(line) <= columns for line in lines)
+    # Wrapped at words: every word of the description whole, in order.
+    start = lines[0].index("DESCRIPTION")
+    end = lines[0].index("FROM")
+    cells = " ".join(line[start:end].strip() for line in lines[1:])
+    assert LONG in " ".join(cells.split())
+
+
+def test_doctor_counts_one_problem_as_one(project):
+    broken = project.root / "tools" / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text('{"name": "broken"}')
+    done = subprocess.run([ACOR_SCRIPT, "doctor"], cwd=project.root,
+                          env=project.env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.stdout.rstrip().endswith("1 problem found.")
