@@ -3,6 +3,7 @@ of acor's own commands, in a real pseudo-terminal at 120 and 60 columns,
 with NO_COLOR and with TERM=dumb. Piped output is the agents' and stays
 as it was (the front door's and the run tests hold it)."""
 
+import re
 import subprocess
 
 import pytest
@@ -133,3 +134,29 @@ def test_doctor_counts_one_problem_as_one(project):
                           env=project.env, capture_output=True, text=True,
                           timeout=60)
     assert done.stdout.rstrip().endswith("1 problem found.")
+
+
+SAVES = """\
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.session("run-42")
+    tool.checkpoint("batch-7", {"done": 7})
+    tool.output("saved")
+"""
+
+
+@pytest.mark.parametrize("columns", [120, 60])
+def test_acor_sessions_at_a_terminal_says_how_long_ago(project, columns):
+    project.add_tool("saver", SAVES)
+    assert subprocess.run([ACOR_SCRIPT, "saver"], cwd=project.root,
+                          env=project.env, capture_output=True,
+                          timeout=60).returncode == 0
+    code, text = screen(project, "sessions", columns=columns)
+    assert code == 0
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert lines[0].split() == ["TOOL", "SESSION", "LAST", "CHECKPOINT",
+                                "SAVED", "CHECKPOINTS"]
+    row = lines[1].split()
+    assert row[:3] == ["saver", "run-42", "batch-7"]
+    assert re.fullmatch(r"just now|\d+ (min|h|d) ago", " ".join(row[3:-1]))
+    assert all(len(line) <= columns for line in lines)
