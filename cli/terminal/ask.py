@@ -234,9 +234,13 @@ def _ask(field: Field) -> object:
     wrong answer says why in one style (``  ✗ ...``)."""
     import click
     prop = field.prop
-    # The panel above gave each field's description, choices, default
-    # and range: the prompt names the field (a secret says it is unseen).
-    label = field_prompt(field) if field.secret else safe_line(field.name)
+    # The whole question on its line: the field, its type and description,
+    # its choices or range, its default (click adds "[default]").
+    label = field_prompt(field)
+    if isinstance(prop.get("enum"), list):
+        label += " (" + ", ".join(safe_line(v) for v in prop["enum"]) + ")"
+    elif _range(prop):
+        label += f" ({_range(prop)})"
     if field.kind == "boolean":
         label += " [y/n]"
     default = None if field.human else prop.get("default")
@@ -281,6 +285,15 @@ def answer_of(prop: dict[str, Any], kind: str, raw: str
     problem = _problem(prop, value)
     return (value, None) if problem is None else \
         (None, problem[0].upper() + problem[1:].rstrip(".") + ".")
+
+
+def _range(prop: dict[str, Any]) -> str:
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None:
+        return f"from {safe_line(low)} to {safe_line(high)}"
+    if low is not None:
+        return f"at least {safe_line(low)}"
+    return "" if high is None else f"at most {safe_line(high)}"
 
 
 def _secret(prompt: str) -> str:

@@ -1,6 +1,6 @@
 """Questions as a person answers them at a terminal (issue 38, item 4):
-the panel gives each field's choices, default and range; answers are read
-one way, with one error style; the command run again is shown first; a
+the panel and each question's line give its choices, default and range;
+answers are read one way, with one error style; the command run again is shown first; a
 Ctrl-D leaves the prompt line; --no-input says what to do. In a real
 pseudo-terminal."""
 
@@ -60,21 +60,21 @@ def asking(project):
 def test_each_question_with_its_choices_default_and_range(
         asking, columns, env):
     term = Terminal(asking, "askme", columns=columns, env=env)
-    term.prompted("title: ")
+    term.prompted("title (string) The report's title: ")
     screen = term.plain
     assert "choices: pdf, html · default: pdf" in screen
     assert "from 1 to 9" in screen
     assert screen.count("The report needs a few details") == 1
     term.type("My report")
-    term.prompted("format [pdf]: ")
+    term.prompted("format (string) Output format (pdf, html) [pdf]: ")
     term.type("PDF")  # one choice matches, whatever its case
-    term.prompted("copies: ")
+    term.prompted("copies (integer) How many (from 1 to 9): ")
     term.type("12")
     term.expect("✗ Must be at most 9, not 12.")
-    term.prompted("copies: ")
+    term.prompted("copies (integer) How many (from 1 to 9): ")
     term.type("many")
     term.expect("✗ 'many' is not a whole number.")
-    term.prompted("copies: ")
+    term.prompted("copies (integer) How many (from 1 to 9): ")
     term.type("3")
     assert term.finish() == 0
     lines = [line for line in term.screen if line]
@@ -86,10 +86,10 @@ def test_each_question_with_its_choices_default_and_range(
 
 def test_a_wrong_yes_or_no_says_what_counts(asking):
     term = Terminal(asking, "sure", columns=100)
-    term.prompted("sure [y/n]: ")
+    term.prompted("sure (boolean) Really [y/n]: ")
     term.type("maybe")
     term.expect("✗ Answer yes or no (y, n, true, false, 1, 0 work too).")
-    term.prompted("sure [y/n]: ")
+    term.prompted("sure (boolean) Really [y/n]: ")
     term.type("Y")
     assert term.finish() == 0
     assert "→ running acor sure --sure" in term.screen
@@ -98,7 +98,7 @@ def test_a_wrong_yes_or_no_says_what_counts(asking):
 
 def test_ctrl_d_leaves_the_prompt_line(asking):
     term = Terminal(asking, "sure", columns=100)
-    term.prompted("sure [y/n]: ")
+    term.prompted("sure (boolean) Really [y/n]: ")
     term.eof()
     assert term.finish() == 3
     said = [line for line in term.screen if "Not answered" in line]
