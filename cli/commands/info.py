@@ -264,6 +264,11 @@ def show(ctx: click.Context, tool: str, as_json: bool) -> None:
                    "timeout": spec.timeout, "idle_timeout": spec.idle_timeout,
                    "warnings": spec.warnings})
         return
+    if at_terminal():
+        # rich costs ~30 ms: only a person at a terminal waits for it.
+        from acor.cli.commands.tool_page import show_page
+        show_page(spec, sandbox_note(spec))
+        return
     click.echo(f"{spec.name} {printable(spec.version)} ({spec.kind})")
     click.echo(f"  {printable(spec.description)}")
     click.echo(f"  path:    {quote(spec.path)}")

@@ -160,3 +160,36 @@ def test_acor_sessions_at_a_terminal_says_how_long_ago(project, columns):
     assert row[:3] == ["saver", "run-42", "batch-7"]
     assert re.fullmatch(r"just now|\d+ (min|h|d) ago", " ".join(row[3:-1]))
     assert all(len(line) <= columns for line in lines)
+
+
+@pytest.mark.parametrize("args", [("show", "remover"), ("help", "remover")])
+@pytest.mark.parametrize("columns", [120, 60])
+def test_a_tools_page_at_a_terminal_is_for_its_user(project, args, columns):
+    from sample_tools import REMOVER, REMOVER_ARGS
+    project.add_tool("remover", REMOVER, args=REMOVER_ARGS,
+                     sandbox={"write": ["."]})
+    code, text = screen(project, *args, columns=columns)
+    assert code == 0
+    lines = [line.rstrip() for line in text.splitlines()]
+    assert lines[0].startswith("remover 1.0.0  test tool remover")
+    assert any(line.startswith("Usage: acor remover") for line in lines)
+    header = next(line for line in lines if line.startswith("ARGUMENT"))
+    assert header.split()[:2] == ["ARGUMENT", "TYPE"]
+    row = next(line for line in lines if line.startswith("<path>"))
+    assert "string (required)" in row
+    asks = lines.index("Asks a person for")
+    assert lines[asks + 1].strip() == "yes (boolean)"
+    assert any(line.startswith("Box:") for line in lines)
+    assert any(line.startswith("Budget:") for line in lines)
+    # What an agent reads is not on a person's page.
+    assert "framing:" not in text and '"x-acor"' not in text
+    assert all(len(line) <= columns for line in lines)
+
+
+def test_a_tools_page_piped_is_what_agents_read(project):
+    from sample_tools import REMOVER, REMOVER_ARGS
+    project.add_tool("remover", REMOVER, args=REMOVER_ARGS)
+    done = subprocess.run([ACOR_SCRIPT, "show", "remover"], cwd=project.root,
+                          env=project.env, capture_output=True, text=True,
+                          timeout=60)
+    assert "  framing: " in done.stdout and '"x-acor"' in done.stdout
