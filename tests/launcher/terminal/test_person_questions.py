@@ -1,8 +1,8 @@
 """Questions as a person answers them at a terminal (issue 38, item 4):
 the panel and each question's line give its choices, default and range;
-answers are read one way, with one error style; the command run again is shown first; a
-Ctrl-D leaves the prompt line; --no-input says what to do. In a real
-pseudo-terminal."""
+answers are read one way, with one error style; the command run again
+is shown first; a Ctrl-D leaves the prompt line; --no-input says what to
+do. In a real pseudo-terminal."""
 
 import pytest
 
