@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def _cell(value: object) -> str:
-    return "" if value is None else printable(value)
+    return "" if value is None else printable(str(value))
 
 
 def _arguments(schema: dict[str, Any]) -> tuple[Table, list[str]]:
@@ -35,8 +35,8 @@ def _arguments(schema: dict[str, Any]) -> tuple[Table, list[str]]:
     person: list[str] = []
     for name, prop in (schema.get("properties") or {}).items():
         prop = prop if isinstance(prop, dict) else {}
-        extra = prop.get("x-acor") if isinstance(prop.get("x-acor"),
-                                                 dict) else {}
+        given = prop.get("x-acor")
+        extra: dict[str, Any] = given if isinstance(given, dict) else {}
         kind = _cell(prop.get("type") or "string")
         if extra.get("human"):
             secret = ", secret" if extra.get("secret") else ""
@@ -55,7 +55,7 @@ def _arguments(schema: dict[str, Any]) -> tuple[Table, list[str]]:
 
 def _limits(prop: dict[str, Any]) -> str:
     if isinstance(prop.get("enum"), list):
-        return ", ".join(printable(v) for v in prop["enum"])
+        return ", ".join(printable(str(v)) for v in prop["enum"])
     low, high = prop.get("minimum"), prop.get("maximum")
     if low is not None or high is not None:
         return f"{_cell(low) or '…'} to {_cell(high) or '…'}"
@@ -77,8 +77,8 @@ def show_page(spec: ToolSpec, box: str) -> None:
     """The tool's page, on the terminal. ``box``: its sandbox in a line."""
     parts: list[Any] = [
         Text.assemble((printable(spec.name), "bold"),
-                      f" {printable(spec.version)}  ",
-                      (printable(spec.description), "")),
+                      f" {_cell(spec.version)}  ",
+                      (_cell(spec.description), "")),
         Text(""),
         Text.assemble(("Usage: ", "bold"),
                       printable(spec.usage or f"acor {spec.name} [ARGS]"))]
