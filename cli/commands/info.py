@@ -141,8 +141,8 @@ def _tools_table(tools: list[ToolSpec]) -> None:
                          no_wrap=header != "DESCRIPTION")
     for s in tools:
         table.add_row(Text(printable(s.name), style="bold"),
-                      printable(s.version), s.kind,
-                      Text(printable(s.description)),
+                      printable(s.version or ""), s.kind,
+                      Text(printable(s.description or "")),
                       Text(printable(s.origin or ""), style="dim"))
     person_console().print(table)
 
