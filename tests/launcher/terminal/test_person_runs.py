@@ -87,3 +87,27 @@ def test_silent_work_shows_a_sign_of_life_and_the_time(
         assert not any(line.startswith(("⠋", "⠙", "⠹", "⠸", "⠼", "⠴",
                                         "⠦", "⠧", "⠇", "⠏"))
                        for line in lines)
+
+
+ADVISES = """\
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.status("working", "thinking")
+    tool.ai_directive("Summarise the result for the user")
+    tool.suggestions(["try --fast"], title="Next")
+    tool.output("the result")
+"""
+
+
+def test_what_is_for_the_agent_is_dimmed_and_nothing_is_blue(project):
+    project.add_tool("advises", ADVISES)
+    term = watch(project, "advises", 100,
+                 {"NO_COLOR": None, "TERM": "xterm-256color"})
+    lines = [line for line in term.screen if line]
+    assert any(line.startswith("╭─ AI Directive (for the agent)")
+               for line in lines)
+    # Blue (SGR 34, 94, or 256-colour 4 and 12) is hard to read on a
+    # dark theme: the person's view uses none.
+    assert not re.search(r"\x1b\[(?:[0-9;]*;)?(?:34|94|38;5;(?:4|12))m",
+                         term.text)
+    assert "\x1b[2m" in term.text  # dim, the directive's style
