@@ -101,8 +101,8 @@ def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
     else:
         width = max((len(s.name) for s in tools), default=0)
         for s in tools:
-            click.echo(f"{s.name:<{width}}  {printable(s.version):<8} "
-                       f"{s.kind:<7} {printable(s.description)}  "
+            click.echo(f"{s.name:<{width}}  {printable(s.version or ''):<8} "
+                       f"{s.kind:<7} {printable(s.description or '')}  "
                        f"[{printable(s.origin or '')}]")
     if show_all:
         echo_problems(reg)
@@ -269,8 +269,8 @@ def show(ctx: click.Context, tool: str, as_json: bool) -> None:
         from acor.cli.commands.tool_page import show_page
         show_page(spec, sandbox_note(spec))
         return
-    click.echo(f"{spec.name} {printable(spec.version)} ({spec.kind})")
-    click.echo(f"  {printable(spec.description)}")
+    click.echo(f"{spec.name} {printable(spec.version or '')} ({spec.kind})")
+    click.echo(f"  {printable(spec.description or '')}")
     click.echo(f"  path:    {quote(spec.path)}")
     usage = spec.usage
     if usage:
