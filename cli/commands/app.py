@@ -12,6 +12,7 @@ in ACOR form with exit code 2, like every other error an agent can cause.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
@@ -51,6 +52,11 @@ class AcorGroup(click.Group):
     def format_commands(self, ctx: click.Context,
                         formatter: click.HelpFormatter) -> None:
         super().format_commands(ctx, formatter)
+        self.format_commands_tools(ctx, formatter)
+
+    def format_commands_tools(self, ctx: click.Context,
+                              formatter: click.HelpFormatter) -> None:
+        """The Tools section: each tool and its description."""
         try:
             registry = command_registry(ctx)
         except ConfigError as exc:
@@ -58,7 +64,7 @@ class AcorGroup(click.Group):
                 formatter.write_text(f"(configuration error: {exc.reason}; "
                                      "run `acor doctor`)")
             return
-        rows = [(name, spec.description) for name, spec in
+        rows = [(name, spec.description or "") for name, spec in
                 registry.tools.items()]
         with formatter.section("Tools"):
             if rows:
@@ -111,7 +117,35 @@ def cli(ctx: click.Context, fmt: str | None, timeout: float | None,
         except ConfigError:
             pass  # `acor sessions` still works from ACOR_STATE_DIR
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        click.echo(_overview(ctx) if at_terminal() else ctx.get_help())
+
+
+def _overview(ctx: click.Context) -> str:
+    """``acor`` at a terminal: every command and tool in a screen, each
+    said in its first clause, whole (``acor --help`` has the rest)."""
+    formatter = ctx.make_formatter()
+    formatter.write_usage("acor", "[OPTIONS] TOOL [ARGS]...  |  acor COMMAND "
+                          "[ARGS]...")
+    rows = []
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        if command is not None and not command.hidden:
+            rows.append((name, _first_clause(command.help or "")))
+    with formatter.section("Commands"):
+        formatter.write_dl(rows)
+    cli.format_commands_tools(ctx, formatter)
+    formatter.write_paragraph()
+    formatter.write_text("acor --help: every option.  acor help NAME: a "
+                         "command's or a tool's help.")
+    return formatter.getvalue().rstrip("\n")
+
+
+def _first_clause(text: str) -> str:
+    """The help's first sentence without its asides (in brackets), up to
+    its first colon: what the command does, never cut mid-word."""
+    sentence = " ".join(text.split("\n\n")[0].split()).split(". ")[0]
+    sentence = re.sub(r" \([^()]*\)", "", sentence).split(": ")[0]
+    return sentence.rstrip(".")
 
 
 @cli.command()

@@ -193,3 +193,25 @@ def test_a_tools_page_piped_is_what_agents_read(project):
                           env=project.env, capture_output=True, text=True,
                           timeout=60)
     assert "  framing: " in done.stdout and '"x-acor"' in done.stdout
+
+
+@pytest.mark.parametrize("columns", [120, 80])
+def test_acor_alone_at_a_terminal_fits_a_screen_and_cuts_nothing(
+        project, columns):
+    project.add_tool("hello", HELLO)
+    project.add_tool("slow", HELLO, description=LONG)
+    code, text = screen(project, columns=columns)
+    assert code == 0
+    lines = text.rstrip().splitlines()
+    assert len(lines) <= 40
+    assert "..." not in text.replace("[ARGS]...", "")  # no description cut
+    assert "Commands:" in lines and "Tools:" in lines
+    assert any(line.split()[:1] == ["list"] for line in lines)
+    assert LONG in " ".join(text.split())  # wrapped, whole
+
+
+def test_acor_alone_piped_is_the_whole_help(project):
+    done = subprocess.run([ACOR_SCRIPT], cwd=project.root, env=project.env,
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.startswith("Usage: acor [OPTIONS] [COMMAND] [ARGS]")
+    assert "Options:" in done.stdout
