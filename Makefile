@@ -87,12 +87,13 @@ test-lowest: $(LOW)/.installed
 	$(LOW)/bin/pytest -n $(TEST_WORKERS)
 
 # Habits, checked on every test run: ruff on the library and the launcher,
-# mypy on the whole package as installed (library and launcher), from a
-# directory outside the checkout so that acor resolves to the install.
+# mypy --strict on the whole package as installed (library and launcher:
+# every function annotated, no implicit Any), from a directory outside the
+# checkout so that acor resolves to the install.
 lint: $(STAMP)
 	$(BIN)/ruff check acor cli
 	cd $(VENV) && bin/mypy --config-file ../pyproject.toml \
-		--cache-dir .mypy_cache -p acor
+		--cache-dir .mypy_cache --strict -p acor
 
 # The properties and fuzzers at 20,000 examples each. One worker: at this
 # budget hypothesis's record of what it tried grows to gigabytes in the

@@ -20,6 +20,10 @@ is ``true`` or ``false``, a number its decimal form. At most
 import os
 import stat  # loaded with os already: it costs nothing here
 
+TYPE_CHECKING = False  # only mypy: a tool's start does not import typing
+if TYPE_CHECKING:
+    from typing import Mapping
+
 FD_VAR = "ACOR_HUMAN_FD"
 MAX_BYTES = 32 * 1024  # well under a pipe's buffer: the write never blocks
 _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -28,8 +32,9 @@ _SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _taken: "dict[str, str] | None" = None
 
 
-def encode(values: "dict[str, str | bool | int | float]") -> bytes:
-    """``values`` ({name: str, bool, int or float}) in the wire form."""
+def encode(values: "Mapping[str, object]") -> bytes:
+    """``values`` ({name: str, bool, int or float; anything else as its
+    ``str()``}) in the wire form."""
     lines = []
     for name, value in values.items():
         if isinstance(value, bool):
@@ -76,7 +81,7 @@ def _is_hex(text: str) -> bool:
                                   for c in text)
 
 
-def pipe(values: "dict[str, str | bool | int | float]") -> int:
+def pipe(values: "Mapping[str, object]") -> int:
     """For launchers: a pipe holding ``values`` in the wire form, its
     writing end closed; returns the reading end, to pass to the tool and
     name in ``ACOR_HUMAN_FD`` (the launcher closes its copy once the tool

@@ -187,8 +187,9 @@ INPUT_FIELDS = Fields(
 # (acor.checks.input_fields) and the grammar reading a stream share these
 # rules, so that what one writes the other reads unchanged.
 
-FIELD_KEYS = {"type", "description", "enum", "default", "minimum", "maximum"}
-FIELD_TYPES = ("string", "integer", "number", "boolean")
+FIELD_KEYS = {"type", "description", "enum", "enumNames", "oneOf", "default",
+              "minimum", "maximum", "items", "minItems", "maxItems"}
+FIELD_TYPES = ("string", "integer", "number", "boolean", "array")
 # What a stream's Input Needed may ask at most: a form, not a database.
 MAX_FIELDS = 64
 MAX_CHOICES = 256
@@ -237,25 +238,116 @@ def read_input_fields(value: Any) -> dict[str, dict[str, Any]] | None:
 
 
 def read_field(prop: Any) -> dict[str, Any]:
-    """One field's property as :func:`read_input_fields` reads it."""
+    """One field's property as :func:`read_input_fields` reads it.
+
+    Beside the scalar fields, the forms of SEP-1330 (MCP's choices with
+    titles, and several at once): a ``string`` field's ``oneOf`` of
+    ``{"const": VALUE, "title": TEXT}`` (or, the older form, its
+    ``enumNames``: one title per ``enum`` value), and an ``array`` field
+    whose ``items`` are choices (``{"enum": [...]}``, or ``{"anyOf": [...]}``
+    of the same titled choices), with ``default`` a list of them and
+    ``minItems``/``maxItems``. An array without choices is read as a
+    string: a form has no free-form list to show."""
     prop = prop if isinstance(prop, dict) else {}
     kind = prop.get("type")
-    kind = kind if kind in FIELD_TYPES else "string"
+    items = _read_items(prop.get("items")) if kind == "array" else None
+    kind = kind if kind in FIELD_TYPES and (kind != "array" or items) \
+        else "string"
     field: dict[str, Any] = {"type": kind}
     description = prop.get("description")
     if isinstance(description, str):
         field["description"] = description[:MAX_TEXT]
-    choices = prop.get("enum")
-    if isinstance(choices, list):
-        choices = [c for c in choices[:MAX_CHOICES] if _fits(c, kind)]
-        if choices:
-            field["enum"] = choices
+    field.update(_read_array(prop, items) if items else
+                 _read_scalar(prop, kind))
+    return field
+
+
+def _read_scalar(prop: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A scalar field's keys beyond its type and description."""
+    field = _read_enum(prop, kind)
+    titled = _titled(prop.get("oneOf")) if kind == "string" else None
+    if titled:
+        field["oneOf"] = titled
     if "default" in prop and _fits(prop["default"], kind):
         field["default"] = prop["default"]
     if kind in ("integer", "number"):
         for key in ("minimum", "maximum"):
             if key in prop and _fits(prop[key], "number"):
                 field[key] = prop[key]
+    return field
+
+
+def _read_enum(prop: dict[str, Any], kind: str) -> dict[str, Any]:
+    """A scalar field's ``enum``, and its ``enumNames`` (the older titles:
+    one per choice, kept only whole)."""
+    field: dict[str, Any] = {}
+    choices = prop.get("enum")
+    if not isinstance(choices, list):
+        return field
+    kept = [c for c in choices[:MAX_CHOICES] if _fits(c, kind)]
+    if kept:
+        field["enum"] = kept
+    names = prop.get("enumNames")
+    if kind == "string" and kept and kept == choices and \
+            isinstance(names, list) and len(names) == len(kept) and \
+            all(_fits(n, "string") for n in names):
+        field["enumNames"] = names
+    return field
+
+
+def _titled(value: Any) -> list[dict[str, str]] | None:
+    """Titled choices, ``[{"const": VALUE, "title": TEXT}]`` (strings,
+    nothing else in them), as far as they are; None for none."""
+    if not isinstance(value, list):
+        return None
+    choices = [{"const": c["const"], "title": c["title"]}
+               for c in value[:MAX_CHOICES]
+               if isinstance(c, dict) and set(c) == {"const", "title"}
+               and _fits(c["const"], "string")
+               and _fits(c["title"], "string")]
+    return choices or None
+
+
+def _read_items(value: Any) -> dict[str, Any] | None:
+    """A multi-select field's ``items``: its string choices, untitled
+    (``enum``) or titled (``anyOf``), with ``"type": "string"`` when
+    given; None when there are no choices."""
+    if not isinstance(value, dict):
+        return None
+    items: dict[str, Any] = {}
+    if value.get("type") == "string":
+        items["type"] = "string"
+    choices = value.get("enum")
+    if isinstance(choices, list):
+        choices = [c for c in choices[:MAX_CHOICES] if _fits(c, "string")]
+        if choices:
+            items["enum"] = choices
+    titled = _titled(value.get("anyOf"))
+    if titled:
+        items["anyOf"] = titled
+    return items if "enum" in items or "anyOf" in items else None
+
+
+def choice_values(items: dict[str, Any]) -> list[str]:
+    """The values a multi-select field's ``items`` offer."""
+    return list(items.get("enum") or []) + \
+        [c["const"] for c in items.get("anyOf") or []]
+
+
+def _read_array(prop: dict[str, Any], items: dict[str, Any]
+                ) -> dict[str, Any]:
+    """A multi-select field's keys beyond its type and description."""
+    field: dict[str, Any] = {"items": items}
+    offered = set(choice_values(items))
+    default = prop.get("default")
+    if isinstance(default, list) and len(default) <= MAX_CHOICES and all(
+            isinstance(v, str) and v in offered for v in default):
+        field["default"] = default
+    for key in ("minItems", "maxItems"):
+        count = prop.get(key)
+        if isinstance(count, int) and not isinstance(count, bool) and \
+                0 <= count <= MAX_CHOICES:
+            field[key] = count
     return field
 
 

@@ -1,6 +1,6 @@
 """The `acor mcp` rows, measured by bench/mcp_bench.py (written with the MCP
-server) when it and the ``mcp`` package are there, skipped with a note
-otherwise.
+server), bench/tasks_bench.py and bench/sdk_client.py when the ``mcp``
+package is there, skipped with a note otherwise.
 
 mcp_bench.py exposes two functions taking no arguments; each returns its
 samples in seconds: a number, a list of numbers, or a harness.Result of
@@ -40,7 +40,17 @@ TASK_ROWS = (
 )
 
 
-def mcp_rows():
+# bench/sdk_client.py: the official SDK client, as a user's agent calls.
+SDK_ROWS = (
+    ("stdio_legacy", "MCP call, SDK client, legacy handshake", "", 4.0, "x"),
+    ("stdio_modern", "MCP call, SDK client, 2026-07-28", "", 4.0, "x"),
+    ("http_20_clients", "MCP over HTTP, 20 clients x 20 calls", "", 0.7,
+     "x faster"),
+)
+
+
+def mcp_rows(wanted=lambda name: True):
+    """Every MCP row ``wanted`` (given the row's name) keeps."""
     why = None
     if not os.path.exists(os.path.join(HERE, "mcp_bench.py")):
         why = "skipped: bench/mcp_bench.py is not there"
@@ -48,11 +58,13 @@ def mcp_rows():
         why = "skipped: the mcp package is not installed"
     if why:
         return [skipped(name, measured, _shown(target, unit), unit, why)
-                for _, name, measured, target, unit in ROWS]
-    module = importlib.import_module("mcp_bench")
-    tasks = importlib.import_module("tasks_bench")
-    return [_row(module, *row) for row in ROWS] + \
-        [_row(tasks, *row) for row in TASK_ROWS]
+                for _, name, measured, target, unit in ROWS + TASK_ROWS
+                + SDK_ROWS if wanted(name)]
+    modules = ((importlib.import_module("mcp_bench"), ROWS),
+               (importlib.import_module("tasks_bench"), TASK_ROWS),
+               (importlib.import_module("sdk_client"), SDK_ROWS))
+    return [_row(module, *row) for module, rows in modules for row in rows
+            if wanted(row[1])]
 
 
 def _shown(seconds, unit):

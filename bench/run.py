@@ -25,15 +25,32 @@ import streams
 
 
 # BENCH_ONLY="tool import,launcher overhead": only the rows named, e.g. to
-# compare two Pythons (`make bench PYTHON=... VENV=...`) on what differs.
-ONLY = {name.strip() for name in os.environ.get("BENCH_ONLY", "").split(",")
+# compare two Pythons (`make bench PYTHON=... VENV=...`) on what differs,
+# or one row alone; the names are the table's first column. Names hold
+# commas themselves ("discovery, warm"): separated by ";", names are taken
+# whole (BENCH_ONLY="sandbox, socket filter;discovery, warm"); separated
+# by ",", a row is chosen when every comma-separated part of its name is
+# among the parts given (BENCH_ONLY="MCP call, SDK client, 2026-07-28").
+_ONLY = os.environ.get("BENCH_ONLY", "")
+ONLY = {name.strip() for name in _ONLY.split(";" if ";" in _ONLY else ",")
         if name.strip()}
+
+
+def chosen(name):
+    """Whether BENCH_ONLY (or its absence) keeps the row ``name``."""
+    if not ONLY or name in ONLY:
+        return True
+    return ";" not in _ONLY and \
+        {part.strip() for part in name.split(",")} <= ONLY
+
+
+DISCOVERY = {"discovery, warm", "discovery, cold"}
 
 
 def measure(name, target, unit, row):
     """Run one row; a row that raises is a miss, shown with its error, and
     the other rows still run. None: a row BENCH_ONLY leaves out."""
-    if ONLY and name not in ONLY:
+    if not chosen(name):
         return None
     try:
         return row()
@@ -62,6 +79,8 @@ def rows(work, env):
                 lambda: startup.launcher(env, project)),
         measure("sandbox", 1.15, "x",
                 lambda: startup.sandboxed(env, project)),
+        measure("sandbox, socket filter", 1.1, "x",
+                lambda: startup.socket_filter(env, work)),
     ]
     for fmt in ("markdown", "json"):
         results.append(measure(
@@ -96,9 +115,10 @@ def rows(work, env):
     ]
     results += [measure(name, target, unit, lambda row=row: row(env, work))
                 for name, target, unit, row in functions.ROWS]
-    if not ONLY:
-        results += startup.discovery(env, big, small)
-        results += mcp_rows.mcp_rows()
+    if any(chosen(name) for name in DISCOVERY):
+        results += [row for row in startup.discovery(env, big, small)
+                    if chosen(row.name)]
+    results += mcp_rows.mcp_rows(chosen)
     return [result for result in results if result is not None]
 
 

@@ -1,8 +1,12 @@
 """What every call pays before any work: the tool's import of the library,
 the launcher in front of a tool, and tool discovery."""
 
+import json
+import os
+import shutil
+
 from harness import alternate, bound_result, ratio_result, run_once, scale
-from workspace import ACOR, PY
+from workspace import ACOR, PY, make_project
 
 _RELAY = """\
 import subprocess, sys
@@ -58,6 +62,37 @@ def sandboxed(env, project):
                           a, b, 1.15)
     added = (sorted(a)[len(a) // 2] - sorted(b)[len(b) // 2]) * 1000
     result.detail += f"; the box adds {added:.1f} ms a run"
+    return result
+
+
+def socket_filter(env, work):
+    """A boxed run with the socket filter (seccomp: no ``socket(AF_UNIX)``,
+    needed below Landlock ABI 9) against the same box without it
+    (``"unix_sockets": true``): what the new protection adds to a run.
+    Both boxes have the read-only mounts that refuse metadata changes:
+    those are the box's own mounts, not a layer a manifest can drop."""
+    root = make_project(os.path.join(work, "filtered"),
+                        tools=("hello",))
+    for name, box in (("filtered", {}), ("unfiltered",
+                                         {"unix_sockets": True})):
+        folder = os.path.join(root, "tools", name)
+        shutil.copytree(os.path.join(root, "tools", "hello"), folder)
+        path = os.path.join(folder, "manifest.json")
+        with open(path) as f:
+            manifest = json.load(f)
+        manifest.update(name=name, sandbox=box)
+        with open(path, "w") as f:
+            json.dump(manifest, f)
+    for name in ("filtered", "unfiltered"):
+        run_once([ACOR, name], env, root)  # the caches, the kernel probe
+    a, b = alternate(lambda: run_once([ACOR, "filtered"], env, root),
+                     lambda: run_once([ACOR, "unfiltered"], env, root),
+                     scale(40, 6))
+    result = ratio_result("sandbox, socket filter", "a box with the "
+                          "socket filter / the same box without it", a, b,
+                          1.1)
+    added = (sorted(a)[len(a) // 2] - sorted(b)[len(b) // 2]) * 1000
+    result.detail += f"; the filter adds {added:.1f} ms a run"
     return result
 
 

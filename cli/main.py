@@ -16,6 +16,7 @@ import sys
 
 from acor import exitcodes
 
+from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.durations import check_seconds
 from acor.cli.errors import LauncherError, UsageError
 from acor.cli.output.formats import FORMATS
@@ -30,9 +31,6 @@ if TYPE_CHECKING:
     Options = dict[str, Any]           # option key -> its value
     Where = dict[str, tuple[int, str]]  # option key -> (argv index, prefix)
 
-BUILTINS = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
-                      "call", "schema", "new", "check", "mcp",
-                      "export", "lock", "install", "tasks"})
 _VALUED = {"--format": "format", "--timeout": "timeout",
            "--idle-timeout": "idle_timeout", "--config": "config",
            "--max-output": "max_output"}
@@ -101,7 +99,7 @@ def _takes_next(argv: Sequence[str], i: int) -> bool:
     word = argv[i + 1]
     if word.partition("=")[0] in _VALUED or word in _FLAGS:
         return False
-    return argv[i] == "--config" or word not in BUILTINS
+    return argv[i] == "--config" or word not in BUILTIN_COMMANDS
 
 
 def _corrected(argv: list[str], where: Where, key: str, value: str
@@ -235,7 +233,8 @@ def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
     try:
         options, words, rest = split_options(argv)
         fmt = options.get("format")
-        if not rest or rest[0] in BUILTINS or rest[0].startswith("-"):
+        if not rest or rest[0] in BUILTIN_COMMANDS or \
+                rest[0].startswith("-"):
             for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
                 if signal.getsignal(sig) != signal.SIG_IGN:  # nohup's stays
                     signal.signal(sig, signal.default_int_handler

@@ -53,10 +53,14 @@ def _tool(name: PathLike, cwd: Optional[str]
         target = resolve(os.fspath(name))
     except LauncherError as exc:
         pytest.fail(f"acor_run: {exc.reason}. {exc.recovery}", pytrace=False)
-    if target.spec is None:
+    if target.spec is None and target.skipped is not None:
         pytest.fail(f"acor_run: acor skips {target.manifest_path}: "
                     f"{target.skipped.reason}. {target.skipped.recovery}",
                     pytrace=False)
+    if target.spec is None:  # neither loaded nor skipped: no manifest
+        pytest.fail(f"acor_run: acor does not load {target.manifest_path} "
+                    "as a tool. Give a tool folder with manifest.json, or "
+                    "a <name>.json wrapper manifest.", pytrace=False)
     return target.spec, target.registry
 
 

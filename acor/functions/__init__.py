@@ -24,7 +24,7 @@ own module, so ``from acor import tool`` stays as cheap as ``import acor``.
 
 TYPE_CHECKING = False  # typing costs a tool's start-up: only mypy reads it
 if TYPE_CHECKING:
-    from typing import Any, Callable, TypeVar, overload
+    from typing import Any, Callable, Literal, TypeVar, overload
     F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["Arg", "Human", "Secret", "tool", "TOOL_OPTIONS"]
@@ -33,7 +33,7 @@ __all__ = ["Arg", "Human", "Secret", "tool", "TOOL_OPTIONS"]
 #: function itself says (its name, docstring, signature).
 TOOL_OPTIONS = ("name", "version", "description", "timeout", "idle_timeout",
                 "max_output", "cwd", "stdin", "examples", "annotations",
-                "sandbox", "warm", "usage")
+                "sandbox", "warm", "usage", "task")
 
 
 def _tool(function: "Any" = None, **options: "Any") -> "Any":
@@ -60,7 +60,9 @@ if TYPE_CHECKING:
              examples: "list[dict[str, Any]]" = ...,
              annotations: "dict[str, Any]" = ...,
              sandbox: "dict[str, Any]" = ..., warm: bool = ...,
-             usage: str = ...) -> "Callable[[F], F]": ...
+             usage: str = ...,
+             task: "Literal['optional', 'required']" = ...
+             ) -> "Callable[[F], F]": ...
 
     def tool(function: "Any" = None, **options: "Any") -> "Any":
         """Mark ``function`` as an acor tool: ``@tool`` or

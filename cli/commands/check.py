@@ -105,8 +105,8 @@ def check(target: Target) -> dict[str, Any]:
         if isinstance(argv, Violation):
             found.append(argv)
             continue
-        outcome, problems, warnings = run_example(target, argv, example,
-                                                  index, seen)
+        outcome, problems, warnings = run_example(target, target.spec, argv,
+                                                  example, index, seen)
         report["examples"].append(outcome)
         report["warnings"] += warnings
         found += problems
@@ -199,10 +199,12 @@ def _denial(result: RunResult) -> str | None:
     return None
 
 
-def run_example(target: Target, argv: list[str], example: dict[str, Any],
-                index: int, seen: set[str] | None = None
+def run_example(target: Target, spec: ToolSpec, argv: list[str],
+                example: dict[str, Any], index: int,
+                seen: set[str] | None = None
                 ) -> tuple[dict[str, Any], list[Violation], list[str]]:
-    """Run one example; its outcome, its violations and its warnings
+    """Run one example of ``target``, whose tool is ``spec`` (a target
+    acor skips runs none); its outcome, its violations and its warnings
     (``seen``: what the examples before it already warned of)."""
     # the launcher proper: only once it runs
     from acor.cli.run.launch import run
@@ -212,7 +214,7 @@ def run_example(target: Target, argv: list[str], example: dict[str, Any],
     # Sandboxed whatever the manifest says: acor check runs code from a
     # repository that may not be trusted (write only a temp dir, no
     # network).
-    result = run(build_request(target.spec, argv, registry=target.registry,
+    result = run(build_request(spec, argv, registry=target.registry,
                                cwd=target.folder, command=["acor", "check"],
                                sandbox="check"), sink=recorder)
     events = result.events or []  # the recorder keeps them all
@@ -221,9 +223,9 @@ def run_example(target: Target, argv: list[str], example: dict[str, Any],
     if result.tool_exit_code is None:
         pass  # acor refused before it started (arguments its schema
         # refuses, say): no stream to judge
-    elif target.spec.kind == "wrapped":  # acor wrote its stream
+    elif spec.kind == "wrapped":  # acor wrote its stream
         problems, warnings = wrapped_findings(
-            events, where, target.spec,
+            events, where, spec,
             tool_exit_code=result.tool_exit_code,
             error_code=result.error_code, state=result.state, seen=seen)
     else:
@@ -231,13 +233,13 @@ def run_example(target: Target, argv: list[str], example: dict[str, Any],
             events, where, tool_exit_code=result.tool_exit_code,
             error_code=result.error_code, state=result.state,
             late=recorder.late_events)
-        warnings = [w for w in exit_warnings(events, where, target.spec)
+        warnings = [w for w in exit_warnings(events, where, spec)
                     if _first(w, where, seen)]
     problems += expectation_violations(example, result.exit_code, events,
                                        where)
     denied = _denial(result)
     if problems and denied:
-        declared = target.spec.sandbox
+        declared = spec.sandbox
         problems.append(Violation(
             where, f"the sandbox denied it: {denied}",
             "acor check runs examples in a sandbox (write only a temp "

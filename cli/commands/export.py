@@ -33,6 +33,18 @@ from typing import Any
 
 import click
 
+from acor import __version__
+from acor.args import metavar, to_argv
+from acor.escaping import code_span, escape_nested, escape_text, fence_for
+
+from acor.cli.commands.context import command_registry
+from acor.cli.commands.mcp_config import acor_command, json_text
+from acor.cli.discovery.spec import ToolSpec
+from acor.cli.errors import LauncherError, UsageError, unknown_tool
+from acor.cli.mcp.tools import mcp_tool
+from acor.cli.package_data import install_line, installed_from
+from acor.cli.textsafe import printable, strip_terminal
+
 # Bounds on what one manifest can put in front of an agent.
 MAX_DESCRIPTION = 1024      # Agent Skills' limit; OpenAI's for a function
 MAX_COMPATIBILITY = 500     # Agent Skills' limit
@@ -47,7 +59,6 @@ _SKILL_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*\Z")
 
 def bounded(text: str, limit: int) -> str:
     """``text`` made one printable line, at most ``limit`` characters."""
-    from acor.cli.textsafe import printable
     text = printable(text)
     return text if len(text) <= limit else text[:limit - 1] + ELLIPSIS
 
@@ -55,7 +66,6 @@ def bounded(text: str, limit: int) -> str:
 def shown_text(text: str, limit: int) -> str:
     """Multi-line text (a usage) with line breaks kept, every other
     control made visible and escape sequences removed, bounded."""
-    from acor.cli.textsafe import strip_terminal
     text = strip_terminal(text).replace("\t", " ")
     return text if len(text) <= limit else text[:limit - 1] + ELLIPSIS
 
@@ -75,12 +85,10 @@ def safe_schema(schema: Any) -> Any:
     return schema
 
 
-def function_definition(spec, api: str) -> dict[str, Any]:
+def function_definition(spec: ToolSpec, api: str) -> dict[str, Any]:
     """The tool ``spec`` as an ``api`` tool definition: ``anthropic``,
     ``openai`` (Chat Completions) or ``openai-responses``."""
-    from acor.cli.mcp.tools import mcp_tool
     served = mcp_tool(spec)  # exactly what acor mcp lists
-    from acor.escaping import escape_text
     name = served["name"]
     # Line breaks kept (a usage spans lines), as acor mcp serves it, but
     # no line can start a Markdown block and no control is left raw.
@@ -128,22 +136,18 @@ def _yaml_string(text: str) -> str:
 
 
 def _item(text: str) -> str:
-    from acor.escaping import escape_nested
     return "- " + escape_nested(text)
 
 
 def _paragraph(text: str) -> str:
-    from acor.escaping import escape_text
     return escape_text(text)
 
 
 def _code(text: str) -> str:
-    from acor.escaping import code_span
     return code_span(text)
 
 
 def _fenced(text: str, info: str = "sh") -> str:
-    from acor.escaping import fence_for
     fence = fence_for(text)
     return f"{fence}{info}\n{text}\n{fence}"
 
@@ -152,9 +156,8 @@ def _json_value(value: Any) -> str:
     return bounded(json.dumps(value, ensure_ascii=False), 200)
 
 
-def _argument_line(name: str, prop: dict, where: dict,
+def _argument_line(name: str, prop: dict[str, Any], where: dict[str, Any],
                    required: bool) -> str:
-    from acor.args import metavar
     kind = prop.get("type", "string")
     if kind == "array":
         kind = f"list of {prop.get('items', {}).get('type', 'string')}"
@@ -184,11 +187,10 @@ def _argument_line(name: str, prop: dict, where: dict,
     return _item(line)
 
 
-def _example_commands(spec) -> list[tuple[str, list[str], int | None]]:
+def _example_commands(spec: ToolSpec
+                      ) -> list[tuple[str, list[str], int | None]]:
     """(description, the exact argv, the exit code it gives) for each of
     the manifest's examples, as `acor check` runs them."""
-    from acor.args import to_argv
-    from acor.cli.textsafe import printable
     found: list[tuple[str, list[str], int | None]] = []
     for example in (spec.examples or [])[:MAX_EXAMPLES]:
         if not isinstance(example, dict):
@@ -245,22 +247,21 @@ the whole output is in the file named in `## Output Files`.
 """
 
 
-def skill_markdown(spec, name: str, root: str | None = None,
+def skill_markdown(spec: ToolSpec, name: str, root: str | None = None,
                    launcher: list[str] | None = None) -> str:
     """SKILL.md for the tool ``spec``, as skill ``name``; ``root`` is the
     project's folder (paths inside it are shown relative to it);
     ``launcher`` the command that runs acor (default: the absolute path of
     this acor, as ``acor mcp --print-config`` writes it: an agent's shell
     need not have acor's virtualenv on its PATH)."""
-    from acor import __version__
-    from acor.cli.commands.mcp_config import acor_command
-    from acor.cli.package_data import installed_from, install_line
     launcher = launcher or acor_command()
     tool = spec.name
-    what = _sentence(bounded(spec.description, MAX_DESCRIPTION))
+    said = spec.description or ""  # what the tool's manifest says it does
+    what = _sentence(bounded(said, MAX_DESCRIPTION))
     when = f" Use it when a task calls for this: run `acor {tool}`."
-    description = _sentence(bounded(spec.description,
+    description = _sentence(bounded(said,
                                     MAX_DESCRIPTION - len(when) - 1)) + when
+    version = bounded(spec.version or "", 64)
     how, _ = installed_from()
     compatibility = bounded(
         f"Needs acor {__version__}, run as {shlex.join(launcher)} (installed "
@@ -271,7 +272,7 @@ def skill_markdown(spec, name: str, root: str | None = None,
              f"description: {_yaml_string(description)}",
              f"compatibility: {_yaml_string(compatibility)}",
              "metadata:", f"  acor-tool: {_yaml_string(tool)}",
-             f"  acor-tool-version: {_yaml_string(bounded(spec.version, 64))}",
+             f"  acor-tool-version: {_yaml_string(version)}",
              "---", "", f"# {tool}", "",
              _paragraph(f"The acor tool `{tool}`, as its manifest "
                         f"describes it: {what}"), "",
@@ -321,7 +322,7 @@ def skill_markdown(spec, name: str, root: str | None = None,
     return "\n".join(lines)
 
 
-def _how_to_run(spec, launcher: list[str]) -> list[str]:
+def _how_to_run(spec: ToolSpec, launcher: list[str]) -> list[str]:
     tool = spec.name
     acor = shlex.join(launcher)
     lines: list[str] = []
@@ -359,7 +360,7 @@ def _how_to_run(spec, launcher: list[str]) -> list[str]:
     return lines
 
 
-def _call_shape(schema: dict) -> dict:
+def _call_shape(schema: dict[str, Any]) -> dict[str, Any]:
     """The required arguments, each with its default, its first allowed
     value or a <placeholder>: the shape of a call."""
     shape: dict[str, Any] = {}
@@ -381,9 +382,8 @@ def _call_shape(schema: dict) -> dict:
 
 # --- the commands ------------------------------------------------------------
 
-def _specs(ctx: click.Context, names: tuple[str, ...], verb: str) -> list:
-    from acor.cli.commands.context import command_registry
-    from acor.cli.errors import unknown_tool
+def _specs(ctx: click.Context, names: tuple[str, ...], verb: str
+           ) -> list[ToolSpec]:
     registry = command_registry(ctx)
     if not names:
         return list(registry.tools.values())
@@ -414,10 +414,8 @@ def export_skill(ctx: click.Context, tools: tuple[str, ...], directory: str,
                  force: bool) -> int:
     """Write an Agent Skills folder per TOOL: SKILL.md says what the tool
     does, when to use it and the exact acor commands to run it."""
-    from acor.cli.errors import LauncherError, UsageError
-    from acor.cli.textsafe import printable
     specs = _specs(ctx, tools, "skill")
-    plans = []
+    plans: list[tuple[ToolSpec, str, str, str]] = []
     for spec in specs:
         name = skill_name(spec.name)
         if name is None:
@@ -435,7 +433,6 @@ def export_skill(ctx: click.Context, tools: tuple[str, ...], directory: str,
                              next=["acor", "export", "skill", *tools,
                                    "--dir", directory, "--force"])
         plans.append((spec, name, folder, target))
-    from acor.cli.commands.context import command_registry
     root = command_registry(ctx).config.root
     names = [name for _, name, _, _ in plans]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -459,7 +456,6 @@ def export_skill(ctx: click.Context, tools: tuple[str, ...], directory: str,
 
 def _print_definitions(ctx: click.Context, tools: tuple[str, ...],
                        api: str, verb: str) -> int:
-    from acor.cli.commands.mcp_config import json_text
     definitions = [function_definition(spec, api)
                    for spec in _specs(ctx, tools, verb)]
     click.echo(json_text(definitions), nl=False)

@@ -119,11 +119,11 @@ def echo_problems(reg: Registry) -> None:
                        f"\n    fix:  {printable(s.recovery)}")
     if reg.shadowed:
         click.echo("\nShadowed tools (the first tools dir wins):")
-        for s in reg.shadowed:
+        for hidden in reg.shadowed:
             why = " (an override of a package's tool: fine)" \
-                if s.override else ""
-            click.echo(f"  {s.name}: {quote(s.loser_path)} is hidden by "
-                       f"{quote(s.winner_path)}{why}")
+                if hidden.override else ""
+            click.echo(f"  {hidden.name}: {quote(hidden.loser_path)} is "
+                       f"hidden by {quote(hidden.winner_path)}{why}")
 
 
 def _tools_table(tools: list[ToolSpec]) -> None:

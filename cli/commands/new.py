@@ -31,7 +31,9 @@ import click
 
 from acor import exitcodes
 
+from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.commands.function_template import function_files
+from acor.cli.discovery.config import Config, ConfigError, load_config
 
 _NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,63}\Z")
 
@@ -42,18 +44,17 @@ SAMPLE = ("The quick brown fox\n"
 
 def name_problem(name: str) -> str | None:
     """Why ``name`` cannot be a tool's name, or None."""
-    from acor.cli.discovery.manifest import RESERVED
     if not _NAME.match(name):
         return (f"{name!r} is not a tool name: use 1-64 lowercase letters, "
                 "digits, '-' or '_', starting with a letter or digit (like "
                 '"my-tool")')
-    if name in RESERVED:
+    if name in BUILTIN_COMMANDS:
         return f"{name!r} is an acor command, so `acor {name}` could never " \
                "run the tool"
     return None
 
 
-def default_dir(config) -> str:
+def default_dir(config: Config) -> str:
     """Where new tools go: the project's ``tools`` dir when it is one of
     its tools dirs, else the first tools dir."""
     tools = os.path.join(config.root, "tools")
@@ -61,7 +62,7 @@ def default_dir(config) -> str:
     return tools if tools in dirs or not dirs else dirs[0]
 
 
-def _manifest(name: str) -> dict:
+def _manifest(name: str) -> dict[str, object]:
     return {
         "name": name,
         "version": "0.1.0",
@@ -200,7 +201,7 @@ def test_a_wrong_call_is_a_usage_error(acor_run):
 '''
 
 
-def _approval_manifest(name: str) -> dict:
+def _approval_manifest(name: str) -> dict[str, object]:
     return {
         "name": name,
         "version": "0.1.0",
@@ -358,7 +359,7 @@ def tool_files(name: str) -> dict[str, str]:
     }
 
 
-def wrapper_manifest(name: str, argv: list[str]) -> dict:
+def wrapper_manifest(name: str, argv: list[str]) -> dict[str, object]:
     return {
         "name": name,
         "description": f"Run {shlex.join(argv)}",
@@ -411,7 +412,6 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     if problem is not None:
         return _refuse(f"Cannot create tool: {problem}",
                        "Choose another name, e.g. `acor new my-tool`.")
-    from acor.cli.discovery.config import ConfigError, load_config
     try:
         config = load_config()
     except ConfigError as exc:
@@ -444,7 +444,7 @@ def new_command(name: str, directory: str | None, wrap: str | None,
     else:
         _create_folder(target, name, approval)
     _say_next(tools_dir in config.tools_dirs, tools_dir, target, name,
-              bool(argv))
+              None if argv else target)  # a wrapped program has no test
     return exitcodes.OK
 
 
@@ -469,9 +469,10 @@ def _create_folder(target: str, name: str, approval: bool) -> None:
 
 
 def _say_next(found: bool, tools_dir: str, target: str, name: str,
-              wrapped: bool) -> None:
-    """What to run next: check the tool, run its test; a warning when
-    ``tools_dir`` is not one this project searches (not ``found``)."""
+              test: str | None) -> None:
+    """What to run next: check the tool (``target``), run its ``test``; a
+    warning when ``tools_dir`` is not one this project searches (not
+    ``found``)."""
     if not found:
         click.echo(f"warning: {_shown(tools_dir)} is not one of this "
                    "project's tools dirs, so `acor " + name + "` will not "
@@ -479,8 +480,8 @@ def _say_next(found: bool, tools_dir: str, target: str, name: str,
     click.echo("Next:")
     click.echo("  acor check " + (name if found else
                                   shlex.quote(_shown(target))))
-    if not wrapped:
-        click.echo("  " + _test_command(target))
+    if test is not None:
+        click.echo("  " + _test_command(test))
 
 
 def _conflict(name: str, wrap: str | None, approval: bool,
@@ -496,7 +497,7 @@ def _conflict(name: str, wrap: str | None, approval: bool,
     return None
 
 
-def _new_function(name: str, tools_dir: str, config) -> int:
+def _new_function(name: str, tools_dir: str, config: Config) -> int:
     """Write a function tool and its test into ``tools_dir``."""
     files = function_files(name)
     for rel in (*files, name, name + ".json"):
@@ -511,15 +512,7 @@ def _new_function(name: str, tools_dir: str, config) -> int:
     source, test = (os.path.join(tools_dir, rel) for rel in files)
     click.echo(f"Created {_shown(source)} (the tool: one typed function) "
                f"and {_shown(test)}.")
-    found = tools_dir in config.tools_dirs
-    if not found:
-        click.echo(f"warning: {_shown(tools_dir)} is not one of this "
-                   "project's tools dirs, so `acor " + name + "` will not "
-                   "find it: add it to tools_dirs in .acor/config.yaml.")
-    click.echo("Next:")
-    click.echo("  acor check " + (name if found else
-                                  shlex.quote(_shown(source))))
-    click.echo("  " + _test_command(test))
+    _say_next(tools_dir in config.tools_dirs, tools_dir, source, name, test)
     return exitcodes.OK
 
 

@@ -80,12 +80,13 @@ MAX_BYTES = 8 << 20
 RACY_NS = 2_000_000_000
 
 # sha256 from the bare C module, which imports in microseconds (hashlib
-# loads OpenSSL): _sha2 from Python 3.12 on, _sha256 before.
+# loads OpenSSL): _sha2 from Python 3.12 on, _sha256 before. typeshed has
+# no stub for either private module: hence the ignores.
 try:
-    from _sha2 import sha256 as _sha256  # type: ignore
+    from _sha2 import sha256 as _sha256  # type: ignore[import-not-found]
 except ImportError:
     try:
-        from _sha256 import sha256 as _sha256  # type: ignore
+        from _sha256 import sha256 as _sha256  # type: ignore[import-not-found]
     except ImportError:  # pragma: no cover - other interpreters
         from hashlib import sha256 as _sha256
 

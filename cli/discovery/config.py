@@ -28,7 +28,6 @@ import os
 import stat
 
 from acor import exitcodes
-from acor.args import describe
 from acor.errors import AcorError
 
 from acor.cli.discovery.cache import Record
@@ -227,7 +226,7 @@ def read_config(path: Optional[str], cwd: str) -> Config:
     if not isinstance(data, dict):
         raise ConfigError(
             path, f"the top level must be a mapping of keys, not "
-            f"{describe(data, yaml=True)}", "Write one `key: value` per "
+            f"{_described(data)}", "Write one `key: value` per "
             "line, for example `timeout: 120`.", line=1)
     warnings += _unknown_keys(data, path, lines)
     values: dict[str, Any] = {
@@ -239,7 +238,7 @@ def read_config(path: Optional[str], cwd: str) -> Config:
         label = repr(key) + ("" if item is None else f" item {item + 1}")
         raise ConfigError(
             path, f"{label} must be {expected}, "
-            f"not {describe(found, yaml=True)}",
+            f"not {_described(found)}",
             f"Fix it in {_file(path)}: for example "
             f"`{key}: {KEYS[key][1]}`.",
             line=lines.get(key))
@@ -256,6 +255,14 @@ def read_config(path: Optional[str], cwd: str) -> Config:
         format=values["format"], progress_interval=values["progress_interval"],
         state_dir=_absolute(values["state_dir"], root), warnings=warnings,
         max_output=values["max_output"], sandbox=values["sandbox"])
+
+
+def _described(value: object) -> str:
+    """How ``value`` reads in a message about the config, in YAML's words."""
+    # acor.args (and the json it imports) only for a config being refused:
+    # every run imports this module.
+    from acor.args import describe
+    return describe(value, yaml=True)
 
 
 def _unknown_keys(data: dict[Any, Any], path: Optional[str],

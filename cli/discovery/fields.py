@@ -105,7 +105,7 @@ WRAPPED_FIELDS: dict[str, Rule] = {
 
 
 
-def _click_target(v) -> bool:
+def _click_target(v: object) -> bool:
     """``package.module:attribute``: dotted Python names either side."""
     if not isinstance(v, str) or v.count(":") != 1:
         return False
@@ -116,7 +116,7 @@ def _click_target(v) -> bool:
 # A click program (cli.discovery.clicktools): its commands give the names,
 # descriptions and arguments, so "name" (a group's prefix) and
 # "description" are optional and "args" and "usage" are not taken.
-CLICK_FIELDS = {
+CLICK_FIELDS: dict[str, Rule] = {
     **{k: v for k, v in _COMMON.items() if k not in ("args", "usage")},
     "name": (False, is_name, _NAME),
     "description": (False, _text, "a non-empty string"),

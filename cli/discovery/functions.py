@@ -63,7 +63,7 @@ def manifest_of(spec: Any) -> dict[str, Any]:
               "idle_timeout": spec.idle_timeout,
               "max_output": spec.max_output, "stdin": spec.stdin or None,
               "examples": spec.examples, "annotations": spec.annotations,
-              "sandbox": spec.sandbox, "warm": spec.warm}
+              "sandbox": spec.sandbox, "warm": spec.warm, "task": spec.task}
     if spec.cwd_mode != "invocation":
         fields["cwd"] = spec.cwd_mode
     return {key: value for key, value in fields.items() if value is not None}
@@ -241,7 +241,7 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
                             "description": values["description"],
                             "args": values["args"], "params": plan},
                            separators=(",", ":"))
-    return ToolSpec(  # type: ignore[no-untyped-call, unused-ignore]
+    return ToolSpec(
         name=name, version=version, description=values["description"],
         kind="acor", path=folder, manifest_path=path,
         argv=[sys.executable, "-u", ENTRY, os.path.realpath(path),
@@ -254,6 +254,7 @@ def _spec(module: _Module, node: ast.FunctionDef | ast.AsyncFunctionDef,
         stdin=values.get("stdin", False), examples=values.get("examples"),
         annotations=values.get("annotations"), origin=origin,
         warm=values.get("warm", True), sandbox=values.get("sandbox"),
+        task=values.get("task"),
         # A person's question ends a call with no structured content, which
         # the SDK's client refuses from a tool that declares an outputSchema.
         output_schema=None if any("human" in p for p in plan)

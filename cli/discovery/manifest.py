@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from acor.args import public_schema, schema_problems, usage
+from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.discovery import trust
 from acor.cli.discovery.cache import Fingerprint
 from acor.cli.discovery.clicktools import ClickError, click_specs
@@ -46,11 +47,6 @@ Fields = dict[str, tuple[bool, Any, str]]
 MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096
 DEFAULT_VERSION = "1.0.0"
-# acor.cli.main dispatches these itself: a tool with such a name is
-# unreachable.
-RESERVED = frozenset({"list", "show", "parse", "doctor", "sessions", "help",
-                      "call", "schema", "new", "check", "mcp",
-                      "export", "lock", "install", "tasks"})
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
 
 
@@ -427,7 +423,7 @@ def _check_served(values: dict[str, Any], path: str) -> None:
 
 
 def _check_name(name: str, path: str) -> None:
-    if name in RESERVED:
+    if name in BUILTIN_COMMANDS:
         raise ManifestError(f"the name {name!r} is an acor built-in command,"
                             f" so `acor {name}` could never run this tool",
                             f"Rename the tool in {path}.")

@@ -2,16 +2,19 @@
 
 A tools dir holds tool folders (``<folder>/manifest.json``), wrapper
 manifests (``<name>.json``) and Python files of ``@tool`` functions
-(:mod:`acor.cli.discovery.functions`), checked by :mod:`cli.manifest`: a
-bad one is skipped with a reason and a fix (``acor doctor`` lists them)
-while the others keep working. Programs must resolve, symlinks and ``..``
-included, inside their tool folder. When two manifests claim one name, the first
-tools dir wins (within a dir, the first file name) and the other is
-reported as shadowed.
+(:mod:`acor.cli.discovery.functions`), checked by
+:mod:`acor.cli.discovery.manifest`: a bad one is skipped with a reason and
+a fix (``acor doctor`` lists them) while the others keep working.
+Programs must resolve, symlinks and ``..`` included, inside their tool
+folder. When two manifests claim one name, the first tools dir wins
+(within a dir, the first file name) and the other is reported as
+shadowed.
 
 Scanning is the cold path; :func:`load_registry` serves a warm run from
-:mod:`cli.cache` with a few ``stat()`` calls.
+:mod:`acor.cli.discovery.cache` with a few ``stat()`` calls.
 """
+
+from __future__ import annotations
 
 import marshal
 import os
@@ -21,8 +24,21 @@ from acor.cli.discovery import cache
 from acor.cli.discovery.cache import Record
 from acor.cli.discovery.config import (Config, ConfigError, config_root,
                                        find_config, read_config)
+# loaded with the cache already: no cost at the top
+from acor.cli.discovery.sources import (EntryPointProblem, entry_point_dirs,
+                                        packages_searched, search_paths,
+                                        user_tools_dir)
 from acor.cli.discovery.spec import ToolSpec
 from acor.cli.textsafe import printable
+
+TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
+if TYPE_CHECKING:
+    from typing import Any
+
+    from acor.cli.discovery.manifest import ManifestError
+
+    # What a tools dir's entry gives: its tools, and the refused ones.
+    Loaded = tuple[list[ToolSpec], list[ManifestError]]
 
 __all__ = ["Registry", "Skipped", "Shadowed", "ToolSpec", "load_registry",
            "scan"]
@@ -37,7 +53,7 @@ class Skipped(Record):
     path: str
     reason: str
     recovery: str
-    name: str
+    name: str | None          # None: an entry point, which claims none
 
 
 class Shadowed(Record):
@@ -47,6 +63,11 @@ class Shadowed(Record):
 
     FIELDS = ("name", "winner_path", "loser_path", "override")
 
+    name: str
+    winner_path: str
+    loser_path: str
+    override: bool
+
 
 class Registry:
     """The configuration and what discovery found in it."""
@@ -55,8 +76,13 @@ class Registry:
 
     config: Config
     tools: dict[str, ToolSpec]
+    skipped: list[Skipped]
+    shadowed: list[Shadowed]
 
-    def __init__(self, config, tools=None, skipped=None, shadowed=None):
+    def __init__(self, config: Config,
+                 tools: dict[str, ToolSpec] | None = None,
+                 skipped: list[Skipped] | None = None,
+                 shadowed: list[Shadowed] | None = None) -> None:
         self.config = config
         self.tools = {} if tools is None else tools  # name -> ToolSpec
         self.skipped = [] if skipped is None else skipped
@@ -70,18 +96,18 @@ class Registry:
         """The skipped manifest that claims ``name``, or None."""
         return next((s for s in self.skipped if s.name == name), None)
 
-    def close_matches(self, name, n=3):
+    def close_matches(self, name: str, n: int = 3) -> list[str]:
         """Known names that look like ``name`` (for "did you mean")."""
         import difflib  # only when a name was not found
         return difflib.get_close_matches(name, list(self.tools), n=n)
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"config": self.config.to_dict(),
                 "tools": [spec.to_dict() for spec in self.tools.values()],
                 "skipped": [s.to_dict() for s in self.skipped],
                 "shadowed": [s.to_dict() for s in self.shadowed]}
 
-    def to_cache(self):
+    def to_cache(self) -> dict[str, Any]:
         """:meth:`to_dict` as the cache keeps it: each args schema as
         marshal bytes, which :class:`ToolSpec` reads when (and if) it is
         asked for. :meth:`from_dict` takes either form."""
@@ -92,8 +118,8 @@ class Registry:
         return data
 
     @classmethod
-    def from_dict(cls, data):
-        tools = {}
+    def from_dict(cls, data: dict[str, Any]) -> Registry:
+        tools: dict[str, ToolSpec] = {}
         for item in data["tools"]:
             spec = ToolSpec.from_dict(item)
             tools[spec.name] = spec
@@ -110,8 +136,8 @@ def load_registry(cwd: str | None = None, config_path: str | None = None,
     Served from the cache when nothing changed (``ACOR_NO_CACHE=1``
     bypasses it). With ``pinned`` (all but ``acor lock``), a tool that is
     not what the project's ``acor.lock`` pins is moved to the skipped
-    (:mod:`cli.discovery.lock`). Raises :class:`cli.config.ConfigError`
-    only.
+    (:mod:`cli.discovery.lock`). Raises
+    :class:`acor.cli.discovery.config.ConfigError` only.
     """
     registry = _discovered(cwd, config_path)
     return _pinned(registry) if pinned else registry
@@ -138,7 +164,7 @@ def _pinned(registry: Registry) -> Registry:
     return registry
 
 
-def _discovered(cwd, config_path):
+def _discovered(cwd: str | None, config_path: str | None) -> Registry:
     """The registry as discovery finds it: from the cache, else a scan."""
     try:
         cwd = os.path.abspath(cwd or os.getcwd())
@@ -164,9 +190,10 @@ def _discovered(cwd, config_path):
     return registry
 
 
-def scan(config, fingerprint=None):
+def scan(config: Config, fingerprint: cache.Fingerprint | None = None
+         ) -> Registry:
     """Read every tools dir of ``config``; record what was looked at in
-    ``fingerprint`` (a :class:`cli.cache.Fingerprint`)."""
+    ``fingerprint`` (a :class:`acor.cli.discovery.cache.Fingerprint`)."""
     # the cold path's checkers
     from acor.cli.discovery.manifest import ManifestError
     from acor.cli.discovery import trust
@@ -212,7 +239,7 @@ def scan(config, fingerprint=None):
     return registry
 
 
-def _add(registry, spec, origin):
+def _add(registry: Registry, spec: ToolSpec, origin: str) -> None:
     """``spec`` in ``registry``, or shadowed by the tool of its name."""
     winner = registry.tools.get(spec.name)
     if winner is None:
@@ -226,7 +253,8 @@ def _add(registry, spec, origin):
             not (winner.origin or "").startswith("package ")))
 
 
-def _load_all(path, name, dir_real, fp, origin):
+def _load_all(path: str, name: str, dir_real: str, fp: cache.Fingerprint,
+              origin: str) -> Loaded:
     """The tools at ``path`` and the ManifestErrors of the refused ones:
     the functions of a ``.py`` file (:mod:`acor.cli.discovery.functions`),
     else the manifest :func:`_load` reads (one tool, or one per command
@@ -236,7 +264,8 @@ def _load_all(path, name, dir_real, fp, origin):
     return _load(path, name, dir_real, fp, origin), []
 
 
-def _functions(path, dir_real, fp, origin):
+def _functions(path: str, dir_real: str, fp: cache.Fingerprint,
+               origin: str) -> Loaded:
     """The function tools of source file ``path``, under the rules of a
     manifest: inside the tools dir, owned as :mod:`acor.cli.discovery.trust`
     says, fingerprinted whole (its signatures are its schema). A file
@@ -265,21 +294,20 @@ def _functions(path, dir_real, fp, origin):
     return function_specs(path, raw, os.path.dirname(path), origin)
 
 
-def sources(config, registry, fp):
+def sources(config: Config, registry: Registry, fp: cache.Fingerprint
+            ) -> list[tuple[str, str]]:
     """``(tools dir, origin)`` in the order a name is looked up: the
     project's tools dirs, the user's, then installed packages' ``acor.tools``
     entry points (acor's bundled wrappers among them). The directories
     packages live in are fingerprinted, so installing or removing one
     invalidates the cache; a broken entry point is reported as skipped."""
-    from acor.cli.discovery.sources import (
-        entry_point_dirs, packages_searched, search_paths, user_tools_dir)
     found = [(d, _project_origin(d, config.root)) for d in config.tools_dirs]
     found.append((user_tools_dir(), "user tools dir"))
     if not packages_searched():
         return found
     for path in search_paths():
         fp.stat(path)
-    problems: list = []
+    problems: list[EntryPointProblem] = []
     found += entry_point_dirs(problems)
     for problem in problems:
         registry.skipped.append(Skipped(
@@ -290,13 +318,13 @@ def sources(config, registry, fp):
     return found
 
 
-def _packaged(origin):
+def _packaged(origin: str) -> bool:
     """Whether tools from ``origin`` come with an installed package, which
     is trusted as the Python running acor is (see cli.discovery.trust)."""
     return origin.startswith("package ")
 
 
-def _owner_check(path, st, what):
+def _owner_check(path: str, st: os.stat_result, what: str) -> None:
     """ManifestError if ``path`` (stat ``st``) fails the ownership rule."""
     from acor.cli.discovery import trust
     from acor.cli.discovery.manifest import ManifestError
@@ -306,13 +334,14 @@ def _owner_check(path, st, what):
                             trust.how_to_trust(path))
 
 
-def _project_origin(tools_dir, root):
+def _project_origin(tools_dir: str, root: str) -> str:
     relative = os.path.relpath(tools_dir, root)
     return "project " + (tools_dir if relative.startswith("..") else
                          relative)
 
 
-def _load(path, name, dir_real, fp, origin):
+def _load(path: str, name: str, dir_real: str, fp: cache.Fingerprint,
+          origin: str) -> list[ToolSpec]:
     """The ToolSpecs at ``path`` (an entry of a tools dir: one, or one per
     command of a click program), none if it is not a manifest at all;
     raises ManifestError for a bad one."""
@@ -346,7 +375,7 @@ def _load(path, name, dir_real, fp, origin):
         if checked:
             _owner_check(path, st, "the manifest")
         return tool_specs(path, st, None, dir_real, fp, origin)
-    if not is_dir:
+    if st is None or not is_dir:
         return []  # a README, a script: a tools dir may hold anything
     manifest = os.path.join(path, "manifest.json")
     mst = fp.stat(manifest)  # recorded even if missing: adding one counts

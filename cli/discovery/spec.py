@@ -1,14 +1,13 @@
 """What discovery knows of a runnable tool: a :class:`ToolSpec`.
 
 A module of its own because a warm run needs only this record, rebuilt
-from the cache; checking a manifest (:mod:`cli.manifest`) is the cold
-path's.
+from the cache; checking a manifest (:mod:`acor.cli.discovery.manifest`)
+is the cold path's.
 """
 
 from __future__ import annotations
 
 import marshal
-from typing import Any
 
 from acor.cli.discovery.cache import Record
 
@@ -28,9 +27,10 @@ class ToolSpec(Record):
     like ``usage``, so that listing a thousand tools derives nothing.
 
     The cache keeps ``args_schema`` as marshal bytes (see
-    :meth:`cli.discover.Registry.to_dict`), read when first asked for:
-    most of a registry's bytes are its schemas, and a run, a listing or an
-    MCP ``tools/list`` needs no tool's but its own, or none."""
+    :meth:`acor.cli.discovery.registry.Registry.to_cache`), read when first
+    asked for: most of a registry's bytes are its schemas, and a run, a
+    listing or an MCP ``tools/list`` needs no tool's but its own, or
+    none."""
 
     FIELDS = ("name", "version", "description", "kind", "path",
              "manifest_path", "argv", "timeout", "idle_timeout", "usage",
@@ -78,11 +78,11 @@ class ToolSpec(Record):
         return value
 
 
-def _args_in(manifest_path):
+def _args_in(manifest_path: str) -> dict[str, Any] | None:
     """The ``args`` of the manifest the cache was built from (unchanged
     since, or the cache would have been rescanned), for a cached copy that
     no longer reads back."""
-    import json
+    import json  # a damaged cache only: a warm run never pays for it
     try:
         with open(manifest_path, "rb") as f:
             args = json.loads(f.read().decode("utf-8-sig")).get("args")

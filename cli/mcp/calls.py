@@ -22,7 +22,7 @@ import os
 import traceback
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -48,10 +48,13 @@ from acor.cli.output.budget import Budget
 from acor.cli.output.formats import write_stderr
 from acor.cli.output.spill import output_dir
 from acor.cli.run.own_secrets import host_secrets
-from acor.cli.run.request import build_request
+from acor.cli.run.request import RunRequest, build_request
 from acor.cli.run.result import RunResult
 from acor.cli.signals import Cancel
 from acor.cli.textsafe import clean_event, strip_terminal
+
+if TYPE_CHECKING:  # the Protocol exists for mypy only
+    from acor.cli.run.relay import Sink
 
 MAX_ROUNDS = 5        # questions one call may ask before giving up
 CONCURRENT_RUNS = 64  # tools running at once; further calls wait their turn
@@ -147,7 +150,7 @@ class CallHandler:
                                 human=human, keep_events=False)
         budgeted = _budget(sink, request)
 
-        def work():
+        def work() -> RunResult:
             result = self._run_tool(request, sink=budgeted, cancel=cancel)
             if result.events is None:
                 result.events = sink.events
@@ -178,7 +181,7 @@ class CallHandler:
         return result
 
 
-def _budget(sink, request):
+def _budget(sink: "Sink", request: RunRequest) -> "Sink":
     """``sink`` within the run's output budget (0: none), its whole output
     spilled under the state dir: both worked out in the request."""
     if not request.max_output:

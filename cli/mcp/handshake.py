@@ -32,10 +32,10 @@ _VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 _CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
 _CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 _SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
-# What the SDK's low-level server advertises with a tools handler only.
-# What the SDK's low-level server advertises with its tools and resources
-# handlers (acor.cli.mcp.resources).
-_CAPABILITIES = {"tools": {"listChanged": False},
+# What acor's server (acor.cli.mcp.server.AcorServer) advertises over
+# stdio: a tools list whose changes it sends (acor.cli.mcp.listchanged),
+# the resources of acor.cli.mcp.resources, whose changes it does not.
+_CAPABILITIES = {"tools": {"listChanged": True},
                  "resources": {"subscribe": False, "listChanged": False}}
 # At 2026-07-28 only: the Tasks extension (acor.cli.mcp.tasks).
 _EXTENSIONS: dict[str, dict[str, object]] = {

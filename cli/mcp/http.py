@@ -104,7 +104,8 @@ def make_app(options: HttpOptions,
     catalog = Catalog.of_project(options.config_path, only)
     warm = WarmStarter()
     server = build_server(catalog, timeout=options.timeout, warm=warm,
-                          key=options.key)
+                          key=options.key, connections=not options.stateless,
+                          one_process=options.workers == 1)
     security = TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=allowed_hosts(options),

@@ -39,7 +39,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from acor.cli.mcp.keys import shared_keys
-from acor.cli.output.budget import MAX_AGE, output_dir
+from acor.cli.output.spill import MAX_AGE, output_dir
 
 SCHEME = "acor://file/"
 KEEP_S = MAX_AGE

@@ -31,12 +31,16 @@ from acor.cli.mcp.versions import MODERN_VERSIONS
 Context = ServerRequestContext[Any, Any]
 Answers = dict[str, Any]
 
-_ELICIT_TYPES = ("string", "integer", "number", "boolean")
-_ELICIT_KEYS = {"string": ("type", "title", "description", "enum", "default",
-                           "minLength", "maxLength", "format"),
+_ELICIT_TYPES = ("string", "integer", "number", "boolean", "array")
+_ELICIT_KEYS = {"string": ("type", "title", "description", "enum",
+                           "enumNames", "oneOf", "default", "minLength",
+                           "maxLength", "format"),
                 "integer": ("type", "title", "description", "default",
                             "minimum", "maximum"),
-                "boolean": ("type", "title", "description", "default")}
+                "boolean": ("type", "title", "description", "default"),
+                # SEP-1330's multi-select: an array of string choices.
+                "array": ("type", "title", "description", "items", "default",
+                          "minItems", "maxItems")}
 _ELICIT_KEYS["number"] = _ELICIT_KEYS["integer"]
 
 # How a question can end without an answer: the client's form declined
@@ -91,12 +95,36 @@ def form_of(fields: list[Field], schema: dict[str, Any] | None
         prop, kind = one.prop, one.kind
         if one.name not in known or kind not in _ELICIT_TYPES:
             return None
+        if kind == "array" and not _choices(prop.get("items")):
+            return None  # a form has no free-form list
         properties[one.name] = {key: prop[key] for key in _ELICIT_KEYS[kind]
                                 if key in prop}
         properties[one.name]["type"] = kind
+        if kind == "array":
+            properties[one.name]["items"] = _choices(prop.get("items"))
+        elif "oneOf" in properties[one.name]:
+            # Titled choices: the titles are the form's (SEP-1330).
+            properties[one.name].pop("enum", None)
+            properties[one.name].pop("enumNames", None)
         if "default" not in prop:
             required.append(one.name)
     return {"type": "object", "properties": properties, "required": required}
+
+
+def _choices(items: Any) -> dict[str, Any] | None:
+    """A multi-select field's ``items`` as a form takes them: titled
+    choices (``anyOf`` of ``const`` and ``title``) when the tool gave
+    titles, else its ``enum`` of strings (see
+    :func:`acor.layout.read_field`); None for anything else."""
+    if not isinstance(items, dict):
+        return None
+    if items.get("anyOf"):
+        return {"anyOf": items["anyOf"]}
+    choices = items.get("enum")
+    if isinstance(choices, list) and choices and all(
+            isinstance(c, str) for c in choices):
+        return {"type": "string", "enum": choices}
+    return None
 
 
 def how_to_ask(ctx: Context, url: bool = False) -> str | None:

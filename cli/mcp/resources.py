@@ -39,7 +39,7 @@ from acor.cli.mcp.links import (Link, LinkStore, identity, linkable,
                                 over_stdio, roots, state_dir_of)
 from acor.cli.mcp.results import acor_text, tool_text
 from acor.cli.mcp.versions import MODERN_VERSIONS
-from acor.cli.output.budget import DEFAULT_MAX_OUTPUT
+from acor.cli.sizes import DEFAULT_MAX_OUTPUT
 from acor.cli.textsafe import printable
 
 READ_TOOL = "acor_read"

@@ -458,7 +458,20 @@ def input_needed_text(tool: str, needed: InputNeeded,
 def _field_text(prop: dict[str, Any]) -> str:
     parts = [prop.get("type", "string")]
     if prop.get("enum"):
-        parts.append("one of " + ", ".join(map(str, prop["enum"])))
+        parts.append("one of " + _enum_text(prop["enum"],
+                                            prop.get("enumNames")))
+    if prop.get("oneOf"):
+        parts.append("one of " + _titled_text(prop["oneOf"]))
+    # SEP-1330's multi-select: a JSON list of the choices.
+    items = prop.get("items") or {}
+    offered = [str(v) for v in items.get("enum") or []]
+    if items.get("anyOf"):
+        offered.append(_titled_text(items["anyOf"]))
+    if offered:
+        parts.append("a list of any of " + ", ".join(offered))
+    for key, what in (("minItems", "at least"), ("maxItems", "at most")):
+        if key in prop:
+            parts.append(f"{what} {prop[key]}")
     if "default" in prop:
         parts.append(f"default {prop['default']!r}")
     for key in ("minimum", "maximum"):
@@ -466,6 +479,20 @@ def _field_text(prop: dict[str, Any]) -> str:
             parts.append(f"{key} {prop[key]}")
     description = prop.get("description")
     return f"({'; '.join(parts)})" + (f" {description}" if description else "")
+
+
+def _enum_text(values: list[Any], names: Any) -> str:
+    """Choices as ``VALUE``, or ``VALUE (TITLE)`` with the older titles
+    (``enumNames``, one per value)."""
+    if not (isinstance(names, list) and len(names) == len(values)):
+        return ", ".join(map(str, values))
+    return ", ".join(f"{v} ({n})" for v, n in zip(values, names,
+                                                  strict=True))
+
+
+def _titled_text(choices: list[dict[str, Any]]) -> str:
+    """Titled choices as ``VALUE (TITLE)``: the value is what to pass."""
+    return ", ".join(f"{c['const']} ({c['title']})" for c in choices)
 
 
 # Progress and statuses go out as notifications or in ``_meta``.

@@ -42,6 +42,7 @@ from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.output.formats import write_stderr
 from acor.cli.run.request import build_request
 from acor.cli.signals import Cancel
+from acor.cli.tasks import group
 from acor.cli.tasks.lease import LEASE_S, LeaseKeeper, server_id
 from acor.cli.tasks.store import Task, TaskStore, iso, new_id, store_path
 from acor.cli.textsafe import clean_event, strip_terminal
@@ -230,8 +231,12 @@ class Tasks:
 
     def _take_over(self, task: Task) -> None:
         """A task whose server died: a resumable tool's run again from its
-        session's last checkpoint; any other ends failed, saying why."""
+        session's last checkpoint; any other ends failed, saying why. The
+        tool the dead server started is killed first, group and all: a
+        silent one would otherwise run on beside its resumed run."""
         store = self.store()
+        group.end(task.process)
+        store.set_process(task.id, None)
         if task.resumable and not task.cancel:
             store.set_status(task.id, "working", f"resumed by {self.server} "
                              "from its last checkpoint", input_requests=None,
@@ -269,12 +274,14 @@ class Tasks:
         except UsageError:  # answered at once, as without a task
             return await self.plain(ctx, params)
         task = await anyio.to_thread.run_sync(
-            self._create, spec, arguments, identity(ctx),
+            self.create, spec, arguments, identity(ctx),
             ctx.protocol_version)
         return {"resultType": "task", **detailed(task)}
 
-    def _create(self, spec: Any, arguments: dict[str, Any], owner: str,
-                version: str) -> Task:
+    def create(self, spec: Any, arguments: dict[str, Any], owner: str,
+               version: str, pair: bool = False) -> Task:
+        """A task running ``spec`` (``pair``: started by a tool, for a
+        client without the extension, so no question is put to it)."""
         schema = tool_args(spec)
         resumable = bool(schema and "session" in
                          (schema.get("properties") or {}))
@@ -284,7 +291,8 @@ class Tasks:
             arguments["session"] = f"task-{task_id[:24]}"
         task = self.store().create(
             owner=owner, tool=spec.name,
-            request={"arguments": arguments, "version": version},
+            request={"arguments": arguments, "version": version,
+                     "pair": pair},
             ttl_ms=_ttl_ms(), poll_ms=POLL_MS, resumable=resumable,
             server=self.server, lease_s=LEASE_S, task_id=task_id)
         self._start(task)
@@ -347,7 +355,8 @@ class Tasks:
                 result, protocol_version=version,
                 cwd=_run_cwd(spec, registry))
             needed = _input_needed(result)
-            form = None if needed is None else self._form(needed, schema)
+            form = None if needed is None or task.request.get("pair") \
+                else self._form(needed, schema)
             if needed is None or form is None:
                 if needed is not None:  # only a person may answer it
                     _add_text(reply, results.input_needed_text(
@@ -433,8 +442,15 @@ class Tasks:
         request = build_request(spec, argv, registry=registry,
                                 timeout=self.timeout, person=True,
                                 keep_events=False)
-        result = self._run_tool(request, sink=_budget(sink, request),
-                                cancel=cancel)
+        store = self.store()
+
+        def spawned(pid: int) -> None:
+            store.set_process(task_id, group.mark(pid))
+        try:
+            result = self._run_tool(request, sink=_budget(sink, request),
+                                    cancel=cancel, on_spawn=spawned)
+        finally:
+            store.set_process(task_id, None)
         if result.events is None:
             result.events = sink.events
         return result
@@ -508,7 +524,7 @@ def _summary(result: Any) -> str:
 
 
 def install(server: Any, catalog: Any, run: Callable[..., Any],
-            timeout: float | None) -> None:
+            timeout: float | None) -> Tasks:
     """Serve the extension on ``server`` (the SDK's low-level server):
     ``tools/call`` wrapped, the three task methods, the capability in
     ``server/discover``."""
@@ -538,6 +554,7 @@ def install(server: Any, catalog: Any, run: Callable[..., Any],
     # died takes its tasks over without waiting for a request.
     threading.Thread(target=_open_quietly, args=(tasks,), daemon=True,
                      name="acor-task-store").start()
+    return tasks
 
 
 def _stopping_tasks(lifespan: Callable[[Any], Any], tasks: Tasks

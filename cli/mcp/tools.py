@@ -167,8 +167,8 @@ def mcp_tool(spec: ToolSpec, budget: int | None = None) -> dict[str, Any]:
     description = spec.description
     if public is None and spec.usage:
         # No schema: the usage line is all a model has to build the argv.
-        description += f"\n\nUsage: {spec.usage}\nPass the arguments after " \
-                       f"the tool name as \"argv\"."
+        description = f"{description or ''}\n\nUsage: {spec.usage}\nPass " \
+                      f"the arguments after the tool name as \"argv\"."
     tool = {"name": spec.name, "description": description,
             "inputSchema": input_schema(public)}
     annotations = tool_annotations(spec)

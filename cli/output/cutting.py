@@ -11,7 +11,6 @@ shape (:func:`value_shape`) while the value itself goes to a file.
 
 from __future__ import annotations
 
-import json
 import re
 
 from acor.events import AIDirective, Error, Event, InputNeeded, OutputData
@@ -340,4 +339,7 @@ def fit_end(text: str, room: int, cost: Callable[[str], int]) -> str:
 
 
 def json_dumps(value: Any) -> str:
+    # json (about 2 ms) only once a section is cut: every run imports this
+    # module before its tool is spawned.
+    import json
     return json.dumps(value, ensure_ascii=False)

@@ -39,7 +39,12 @@ little as it can.
 
 from __future__ import annotations
 
+# Imported once, before the heap is frozen, and shared by every fork: not
+# in the functions a tool's process runs, where each fork would pay again.
+import atexit
+import builtins
 import errno
+import fcntl
 import gc
 import marshal
 import os
@@ -47,15 +52,20 @@ import select
 import signal
 import socket
 import sys
+import threading
+import traceback
+import types
+from importlib.machinery import SourceFileLoader
+
+from acor import framing
 
 from acor.cli.run.process import children, end_orphans, kill_group
 
 TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
 if TYPE_CHECKING:
-    from types import CodeType
     from typing import Any, Iterable, NoReturn, Optional, Union
 
-    Code = Union[CodeType, SyntaxError]  # a SyntaxError: the tool reports it
+    Code = Union[types.CodeType, SyntaxError]  # the tool reports an error
     Globals = tuple[Optional[Code], dict[str, Any]]  # what __main__ runs
     Forked = tuple[dict[str, Any], list[int], list[int], Optional[Code],
                    Optional[int]]  # _become_tool's arguments
@@ -64,13 +74,12 @@ FD_VAR = "ACOR_FORKSERVER_FD"
 MAX_REQUEST = 1 << 22     # argv and environment of one call: 4 MiB at most
 MAX_FDS = 16              # stdio, the call's socket, a few passed fds
 # The modules a run of a typical tool imports lazily (measured on a run of
-# tools/hello): imported once here so that no call pays for them again.
+# tools/hello): imported once here so that no call pays for them again
+# (what this module's own functions use after a fork it imports above).
 PRELOAD = ("acor.acortool", "acor.progress", "acor.resumable", "acor.args",
            "acor.argparsing", "acor.checks", "acor.grammar", "acor.layout",
            "acor.escaping", "acor.events", "acor.quick", "acor.sessions",
-           "argparse", "json", "re", "traceback", "linecache", "fcntl",
-           "types", "threading", "atexit", "builtins",
-           "importlib.machinery")
+           "argparse", "json", "re", "linecache")
 BOOT = ("from acor.cli.run.forkserver import serve as _serve, exit as _exit\n"
         "_code, _globals = _serve()\n"
         "del _serve\n"
@@ -380,9 +389,7 @@ def exit(exc: BaseException | None) -> NoReturn:
         tb = exc.__traceback__
         sys.excepthook(type(exc), exc, tb.tb_next if tb is not None else tb)
         code = 1
-    import threading
-    threading._shutdown()  # type: ignore[attr-defined]
-    import atexit
+    threading._shutdown()  # type: ignore[attr-defined]  # private: untyped
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
@@ -446,6 +453,7 @@ def _become_tool(request: dict[str, Any], fds: list[int],
     os.chdir(request["cwd"])
     _set_environment(request["env"])
     if request.get("sandbox") is not None:
+        # Only a boxed call: the box needs ctypes, which may be missing.
         from acor.cli.sandbox.enter import SandboxError, enter
         try:
             enter(request["sandbox"])
@@ -457,7 +465,6 @@ def _become_tool(request: dict[str, Any], fds: list[int],
     entry = argv[0]
     sys.argv = list(argv)
     sys.path.insert(0, os.path.dirname(os.path.abspath(entry)))
-    from acor import framing
     framing._inherited = framing.take_token()  # this run's, not ours
     if code is None:
         # What the interpreter prints for a script it cannot open.
@@ -472,15 +479,12 @@ def _become_tool(request: dict[str, Any], fds: list[int],
         os._exit(2)
     if isinstance(code, SyntaxError):
         # What the interpreter prints for a script that does not compile.
-        import traceback
         sys.stderr.write("".join(traceback.format_exception_only(code)))
         sys.stderr.flush()
         os._exit(1)
-    import builtins
-    import types
-    from importlib.machinery import SourceFileLoader
     main = types.ModuleType("__main__")
     main.__file__ = entry
+    # A script's module has the next two; typeshed's ModuleType does not.
     main.__builtins__ = builtins  # type: ignore[attr-defined]
     main.__loader__ = SourceFileLoader("__main__", entry)
     main.__cached__ = None  # type: ignore[attr-defined]
@@ -493,7 +497,6 @@ def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
     """Replace this process with the request's program; never returns.
     What a spawn would raise is written on ``report`` instead: an errno,
     or ``sandbox`` when the box could not be entered."""
-    import fcntl
     # Above every target, so that placing the descriptors cannot take it.
     lifted = fcntl.fcntl(report, fcntl.F_DUPFD_CLOEXEC, max(targets) + 1)
     os.close(report)
@@ -507,12 +510,12 @@ def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
                 signal.signal(sig, signal.SIG_DFL)
         os.chdir(request["cwd"])
         if request.get("sandbox") is not None:
-            from acor.cli.sandbox.enter import enter
+            from acor.cli.sandbox.enter import enter  # as in _become_tool
             enter(request["sandbox"])
         argv = request["argv"]
         os.execvpe(argv[0], argv, request["env"])
     except BaseException as exc:
-        from acor.cli.sandbox.enter import SandboxError
+        from acor.cli.sandbox.enter import SandboxError  # as above
         said = (b"sandbox" if isinstance(exc, SandboxError) else
                 b"%d" % exc.errno if isinstance(exc, OSError) and exc.errno
                 else b"%d" % errno.ENOEXEC)
@@ -540,7 +543,6 @@ def _place(fds: list[int], targets: list[int],
     the passed ones) and close every other descriptor but ``keep``: first
     lift them all above every target, so that no dup2 overwrites one
     still to place."""
-    import fcntl
     low = max(targets) + 1
     lifted = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, low) for fd in fds]
     for fd, target in zip(lifted, targets, strict=True):
@@ -591,7 +593,7 @@ def _libc() -> Any:
     """libc through ctypes, loaded once (in the server, before any fork)."""
     if not _loaded_libc:
         try:
-            import ctypes
+            import ctypes  # not at the top: built without libffi, none
             _loaded_libc.append(ctypes.CDLL(None, use_errno=True))
         except (ImportError, OSError):
             _loaded_libc.append(None)

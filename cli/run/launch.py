@@ -82,7 +82,8 @@ class _CallbackSink:
 def run(request: RunRequest, *, sink: Optional[Sink] = None,
         on_event: Optional[EventCallback] = None,
         cancel: Optional[Cancel] = None,
-        warm: Optional[WarmStarter] = None) -> RunResult:
+        warm: Optional[WarmStarter] = None,
+        on_spawn: Optional[Callable[[int], None]] = None) -> RunResult:
     """Run what ``request`` asks for (made by
     :func:`acor.cli.run.request.build_request`) and return its result.
 
@@ -90,7 +91,8 @@ def run(request: RunRequest, *, sink: Optional[Sink] = None,
     ``tick``) or to ``on_event``, in order, from the calling thread.
     ``cancel.set()`` from another thread stops the run. ``warm`` (a
     :class:`acor.cli.run.warm.WarmStarter`) forks an eligible Python tool
-    from its server instead of starting an interpreter.
+    from its server instead of starting an interpreter. ``on_spawn(pid)``
+    is told the tool's pid (the leader of its process group) once it runs.
 
     What the request says of its caller: ``handle_signals`` (SIGINT,
     SIGTERM, SIGHUP cancel the run) and ``reap_orphans`` (adopt and end
@@ -123,7 +125,7 @@ def run(request: RunRequest, *, sink: Optional[Sink] = None,
     previous = _install_signals(cancel) if request.handle_signals else None
     try:
         return _run_spec(request, spec, policy, collector, cancel, started,
-                         warm)
+                         warm, on_spawn)
     finally:
         if previous is not None:
             _restore_signals(previous)
@@ -150,7 +152,8 @@ class _NotStarted(Exception):
 
 def _run_spec(request: RunRequest, spec: ToolSpec, policy: RunPolicy,
               collector: Collector, cancel: Cancel, started: float,
-              warm: Optional[WarmStarter]) -> RunResult:
+              warm: Optional[WarmStarter],
+              on_spawn: Optional[Callable[[int], None]]) -> RunResult:
     try:
         args_json = _args_json(spec, policy)
     except LauncherError as exc:
@@ -184,6 +187,8 @@ def _run_spec(request: RunRequest, spec: ToolSpec, policy: RunPolicy,
             protocol.spawned()
             return _failed(collector, exc.error, exitcodes.FAILED, started)
         protocol.spawned()
+        if on_spawn is not None:
+            on_spawn(proc.pid)
         # From here on the tool starts up (tens of ms for a Python tool) while
         # acor imports and builds what relaying needs: the relay loop, the
         # decoder and the grammar are loaded now, in that time, not before.

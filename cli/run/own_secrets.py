@@ -25,6 +25,8 @@ TYPE_CHECKING = False  # only mypy: the typing module is not needed to run
 if TYPE_CHECKING:
     from typing import Mapping
 
+    from acor.args import Schema
+
 TOKEN_VAR = "ACOR_MCP_TOKEN"     # the bearer token of acor mcp --http
 KEY_VAR = "ACOR_MCP_KEY"         # the key that seals requestState
 # The server's variables (these, and any later one, or the options an
@@ -69,7 +71,7 @@ def host_secret_var(tool: str, argument: str) -> str:
     return f"{HOST_SECRET_PREFIX}{word(tool)}__{word(argument)}"
 
 
-def host_secret_names(schema) -> list[str]:
+def host_secret_names(schema: Schema | None) -> list[str]:
     """The arguments of the args ``schema`` a host may keep for a person:
     human-only, secret, and not of the high level (which is given only on
     acor's own page)."""
@@ -81,11 +83,12 @@ def host_secret_names(schema) -> list[str]:
             and prop["x-acor"].get("level", "standard") != "high"]
 
 
-def host_secrets(tool: str, schema, environ=None) -> dict[str, str]:
+def host_secrets(tool: str, schema: Schema | None,
+                 environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """``tool``'s credentials its host set in ``environ`` (default: this
     process's), by argument name: what the person gave the host."""
     env = os.environ if environ is None else environ
-    found = {}
+    found: dict[str, str] = {}
     for name in host_secret_names(schema):
         value = env.get(host_secret_var(tool, name))
         if value:

@@ -46,14 +46,15 @@ CREATE TABLE IF NOT EXISTS tasks (
     resumable INTEGER NOT NULL DEFAULT 0,
     checkpoint TEXT,
     server TEXT,
-    lease_until REAL NOT NULL DEFAULT 0
+    lease_until REAL NOT NULL DEFAULT 0,
+    process TEXT
 );
 CREATE INDEX IF NOT EXISTS tasks_lease ON tasks (status, lease_until);
 """
 _COLUMNS = ("id", "owner", "tool", "request", "status", "message",
             "created", "updated", "ttl_ms", "poll_ms", "result", "error",
             "input_requests", "input_responses", "cancel", "resumable",
-            "checkpoint", "server", "lease_until")
+            "checkpoint", "server", "lease_until", "process")
 _JSON = frozenset({"request", "result", "error", "input_requests",
                    "input_responses"})
 _ACTIVE = "status IN ('working', 'input_required')"
@@ -82,6 +83,7 @@ class Task:
     checkpoint: str | None
     server: str | None
     lease_until: float
+    process: str | None = None  # the running tool's group (tasks.group)
 
     @property
     def terminal(self) -> bool:
@@ -122,6 +124,13 @@ class TaskStore:
         self._db.execute("PRAGMA journal_mode = WAL")
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.executescript(_SCHEMA)
+        known = {row[1] for row in self._db.execute(
+            "PRAGMA table_info(tasks)")}
+        if "process" not in known:  # a store from before the column
+            try:
+                self._db.execute("ALTER TABLE tasks ADD COLUMN process TEXT")
+            except sqlite3.OperationalError:
+                pass  # another server sharing the store added it first
 
     def close(self) -> None:
         with self._lock:
@@ -200,6 +209,12 @@ class TaskStore:
         if checkpoint is not None:
             fields["checkpoint"] = checkpoint
         self._update(task_id, _ACTIVE, **fields)
+
+    def set_process(self, task_id: str, process: str | None) -> None:
+        """The group the task's tool runs in now (None: no run)."""
+        with self._lock:
+            self._db.execute("UPDATE tasks SET process = ? WHERE id = ?",
+                             (process, task_id))
 
     def request_cancel(self, task_id: str) -> None:
         self._update(task_id, _ACTIVE, cancel=1)

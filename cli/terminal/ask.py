@@ -20,6 +20,8 @@ import sys
 import time
 from contextlib import contextmanager
 
+from acor.layout import choice_values
+
 from acor.cli.approval import (APPROVAL_TTL, Field, command_text,
                                field_prompt, fields_of, request_lines,
                                safe_line)
@@ -198,6 +200,10 @@ def with_answers(args: list[str], fields: list[Field], answers: dict[str, Any]
         value = answers[field.name]
         if field.kind == "boolean":
             head += [field.flag] if value else []
+        elif isinstance(value, list):  # the flag before each item
+            for item in map(str, value):
+                head += [f"{field.flag}={item}"] if item.startswith("-") \
+                    else [field.flag, item]
         else:
             text = str(value)
             head += [f"{field.flag}={text}"] if text.startswith("-") else \
@@ -243,6 +249,8 @@ def _ask(field: Field) -> object:
         label += f" ({_range(prop)})"
     if field.kind == "boolean":
         label += " [y/n]"
+    if field.kind == "array":
+        return _ask_list(field, label)
     default = None if field.human else prop.get("default")
     while True:
         if field.secret:
@@ -294,6 +302,23 @@ def _range(prop: dict[str, Any]) -> str:
     if low is not None:
         return f"at least {safe_line(low)}"
     return "" if high is None else f"at most {safe_line(high)}"
+
+
+def _ask_list(field: Field, prompt: str) -> list[str]:
+    """A multi-select field (SEP-1330), answered as a comma-separated list
+    of its choices."""
+    import click
+    items = field.prop.get("items")
+    choices = choice_values(items if isinstance(items, dict) else {})
+    shown = ", ".join(safe_line(c) for c in choices)
+    while True:
+        text = click.prompt(f"{prompt}\n  answer with a list, comma-"
+                            f"separated, of: {shown}")
+        values = [v.strip() for v in str(text).split(",") if v.strip()]
+        if values and all(v in choices for v in values):
+            return values
+        click.echo(f"  ✗ That is not a list of its choices: answer with "
+                   f"some of {shown}, separated by commas.", err=True)
 
 
 def _secret(prompt: str) -> str:

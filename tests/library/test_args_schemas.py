@@ -451,6 +451,50 @@ def test_input_needed_carries_fields_audience_and_next(events):
                                      ["acor", "t", "a.csv", "--key", "<key>"])
 
 
+CHOICES = {
+    "tags": {"type": "array", "description": "labels to apply",
+             "items": {"enum": ["bug", "docs", "ci"]},
+             "default": ["bug"], "minItems": 1, "maxItems": 2},
+    "owners": {"type": "array", "items": {"type": "string", "anyOf": [
+        {"const": "ann", "title": "Ann Lee"},
+        {"const": "bo", "title": "Bo Chan"}]}},
+    "color": {"type": "string", "oneOf": [
+        {"const": "r", "title": "Red"}, {"const": "g", "title": "Green"}]},
+    "size": {"type": "string", "enum": ["s", "l"],
+             "enumNames": ["Small", "Large"]}}
+
+
+def test_input_needed_asks_for_several_choices_and_titled_ones(events):
+    """SEP-1330's forms: a multi-select field (an array of choices, titled
+    or not) and a single choice with titles, written and read whole."""
+    tool, _ = new_tool()
+    tool.start()
+    with pytest.raises(SystemExit):
+        tool.input_needed("Which labels?", fields=CHOICES)
+    assert events[-1].fields == CHOICES
+    [read] = grammar.parse(grammar.render(events[-1]))
+    assert read.fields == CHOICES
+
+
+@pytest.mark.parametrize("field", [
+    {"type": "array", "items": {"type": "string"}},       # no choices
+    {"type": "array", "items": {"enum": [1, 2]}},          # not strings
+    {"type": "array", "items": {"enum": ["a"], "x": 1}},   # unknown key
+    {"type": "array", "items": {"enum": ["a"]}, "default": ["b"]},
+    {"type": "array", "items": {"enum": ["a"]}, "maxItems": -1},
+    {"type": "integer", "oneOf": [{"const": "1", "title": "one"}]},
+    {"type": "string", "oneOf": [{"const": "a"}]},         # no title
+    {"type": "string", "enum": ["a", "b"], "enumNames": ["A"]},
+    {"type": "string", "oneOf": [{"const": "a", "title": "x" * 5000}]},
+])
+def test_input_needed_refuses_choices_a_form_cannot_hold(events, field):
+    tool, _ = new_tool()
+    tool.start()
+    with pytest.raises(ValueError):
+        tool.input_needed("Which?", fields={"pick": field})
+    assert [e.type for e in events] == ["status"]
+
+
 @pytest.mark.parametrize("kwargs, error", [
     ({"audience": "robot"}, ValueError),
     ({"fields": {"key": {"type": "object"}}}, ValueError),

@@ -260,14 +260,27 @@ def test_property_input_needed_fields_round_trip(message, fields, audience,
 
 
 NAME = st.from_regex(r"[a-z][a-z0-9_-]{0,10}", fullmatch=True)
-VALID_FIELD = st.sampled_from(["string", "integer", "number", "boolean"]
-                              ).flatmap(lambda kind: st.fixed_dictionaries(
+SCALAR_FIELD = st.sampled_from(["string", "integer", "number", "boolean"]
+                               ).flatmap(lambda kind: st.fixed_dictionaries(
     {"type": st.just(kind)},
     optional={"description": st.text(max_size=50),
               "enum": st.lists(SCALAR[kind], min_size=1, max_size=4),
               "default": SCALAR[kind],
               **({"minimum": SCALAR["number"], "maximum": SCALAR["number"]}
-                 if kind in ("integer", "number") else {})}))
+                 if kind in ("integer", "number") else {}),
+              **({"oneOf": st.lists(st.fixed_dictionaries(
+                  {"const": SCALAR["string"], "title": SCALAR["string"]}),
+                  min_size=1, max_size=3)} if kind == "string" else {})}))
+# SEP-1330's multi-select: choices (titled or not), a default among them.
+MULTI_FIELD = st.lists(SCALAR["string"], min_size=1, max_size=4).flatmap(
+    lambda values: st.fixed_dictionaries(
+        {"type": st.just("array"), "items": st.fixed_dictionaries(
+            {"enum": st.just(values)}, optional={"type": st.just("string")})},
+        optional={"description": st.text(max_size=50),
+                  "default": st.lists(st.sampled_from(values), max_size=3),
+                  "minItems": st.integers(0, 4),
+                  "maxItems": st.integers(0, 4)}))
+VALID_FIELD = SCALAR_FIELD | MULTI_FIELD
 
 
 @fuzz

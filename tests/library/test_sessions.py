@@ -1,4 +1,5 @@
-"""Session storage (acor.sessions) and `acor sessions` (cli.sessions_cmd).
+"""Session storage (acor.sessions) and `acor sessions`
+(acor.cli.commands.sessions).
 
 Concurrency and crash tests use real processes: the file lock and the
 atomic rename are what they test, and threads would share one process's

@@ -131,7 +131,7 @@ LAYERS = (
     ("leaf", ("acor.cli.errors", "acor.cli.textsafe", "acor.cli.durations",
               "acor.cli.sizes", "acor.cli.signals", "acor.cli.package_data",
               "acor.cli.arguments", "acor.cli.handlers",
-              "acor.cli.approval")),
+              "acor.cli.approval", "acor.cli.command_names")),
     ("output", ("acor.cli.output",)),
     ("sandbox", ("acor.cli.sandbox",)),
     ("discovery", ("acor.cli.discovery",)),
@@ -263,3 +263,15 @@ def test_the_front_ends_stand_beside_each_other_above_the_runner():
                     mine is not None and theirs not in starts.get(mine, ()):
                 wrong.append(f"{name} -> {dep}")
     assert wrong == []
+
+
+def test_tests_live_in_the_folder_of_what_they_hold():
+    # One folder per package (library, launcher/<package>), plus the threat
+    # classes docs/security.md cites (security) and the project's own
+    # shape (project); only helpers the folders share sit at the top.
+    tests = REPO / "tests"
+    assert sorted(p.name for p in tests.glob("test_*.py")) == []
+    folders = {p.parent.relative_to(tests).parts[0]
+               for p in tests.rglob("test_*.py")
+               if "conformance" not in p.parts}
+    assert folders <= {"library", "launcher", "security", "project"}

@@ -168,5 +168,5 @@ async def test_the_server_the_plugin_names_serves_the_projects_tools(
     async with Client(params) as client:
         names = sorted(t.name for t in (await client.list_tools()).tools)
         result = await client.call_tool("plain", {"argv": []})
-    assert names == ["plain", "report_maker"]
+    assert names == ["acor_read", "plain", "report_maker"]
     assert not result.is_error, shlex.join(server["args"])

@@ -112,7 +112,7 @@ async def test_the_installed_entry_starts_a_server_with_the_tools(
                                                 "XDG_CONFIG_HOME")})
     async with Client(params) as client:
         names = [t.name for t in (await client.list_tools()).tools]
-    assert names == ["plain"]
+    assert names == ["plain", "acor_read"]  # acor_read: linked files
 
 
 # --- the hosts' limits ---------------------------------------------------

@@ -310,3 +310,14 @@ def test_32_5_an_option_error_to_a_reader_gone_leaves_no_traceback(project):
         os.close(write)
     assert b"Traceback" not in done.stderr, done.stderr.decode()
     assert done.returncode == 141
+
+
+def test_the_built_in_commands_are_named_in_one_place():
+    # acor.cli.main dispatches these names, discovery refuses a tool named
+    # like one, and the click application registers them: one list, and
+    # the registrations held to it (a command registered but not listed
+    # would be shadowed by a tool of its name; one listed but not
+    # registered would answer "no such command").
+    from acor.cli.command_names import BUILTIN_COMMANDS
+    from acor.cli.commands.app import cli
+    assert set(cli.commands) == BUILTIN_COMMANDS

@@ -137,3 +137,20 @@ def test_an_unknown_tool_is_a_result_not_an_exception(pytester, tools):
             assert result.errors[0].code == "E_UNKNOWN_TOOL"
     """)
     _pytest_in(pytester, ).assert_outcomes(passed=1)
+
+
+def test_a_path_acor_neither_loads_nor_skips_fails_the_test_plainly(
+        pytester, tools):
+    # A hidden file in a tools dir is no tool and no skipped manifest:
+    # discovery passes over it, so there is no reason of a skip to show.
+    (tools.parent / ".hidden.json").write_text(json.dumps({
+        "name": "hidden", "description": "Hidden", "command": ["true"]}))
+    pytester.makepyfile("""
+        def test_hidden(acor_run):
+            acor_run("tools/.hidden.json")
+    """)
+    result = _pytest_in(pytester)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*acor_run: acor does not load "
+                                 "*tools/.hidden.json as a tool*"])
+    result.stdout.no_fnmatch_line("*AttributeError*")

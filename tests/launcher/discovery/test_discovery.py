@@ -284,12 +284,6 @@ def test_first_tools_dir_wins_and_the_loser_is_reported(project):
                                             ("dup", str(winner), str(also))]
 
 
-def test_reserved_names_are_the_launchers_builtins():
-    from acor.cli.main import BUILTINS
-    from acor.cli.discovery.manifest import RESERVED
-    assert RESERVED == BUILTINS
-
-
 def test_close_matches(project):
     acor_tool(project / "tools", "pytest-fast")
     acor_tool(project / "tools", "lint")

@@ -71,7 +71,7 @@ async def test_mcp_refuses_a_tool_whose_description_changed(project, mode):
         names = [tool.name for tool in (await client.list_tools()).tools]
         with pytest.raises(MCPError) as refused:
             await client.call_tool("hello", {"who": "x"})
-    assert names == ["other"]
+    assert names == ["other", "acor_read"]  # acor_read: linked files
     text = str(refused.value) + json.dumps(refused.value.error.data)
     assert "is not served: it is not what acor.lock pins" in text
     assert "its description changed" in text
@@ -88,7 +88,7 @@ async def test_mcp_refuses_a_tool_whose_code_changed(project, mode):
         names = [tool.name for tool in (await client.list_tools()).tools]
         with pytest.raises(MCPError) as refused:
             await client.call_tool("hello", {"who": "x"})
-    assert names == ["other"]
+    assert names == ["other", "acor_read"]  # acor_read: linked files
     assert "its entry file (its code) changed" in str(refused.value)
 
 

@@ -81,6 +81,39 @@ STEPS_ARGS = {"type": "object", "required": ["go", "log"], "properties": {
     "session": {"type": "string", "x-acor": {"flag": "--session"}}}}
 
 
+SILENT = '''
+import os, time
+from acor import AcorTool
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+with AcorTool() as tool:
+    args = tool.parse_args()
+    tool.session(args.session)
+    last = tool.resume()
+    before = open(args.log).read().split() if os.path.exists(args.log) \\
+        else []
+    # Is the run the killed server started still running beside this one?
+    overlap = [pid for pid in before if alive(int(pid))]
+    with open(args.log, "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    if last is None:
+        tool.checkpoint("started", {"n": 0})
+        time.sleep(600)  # silent: never writes again
+    tool.output({"overlapping": overlap})
+'''
+SILENT_ARGS = {"type": "object", "required": ["log"], "properties": {
+    "log": {"type": "string", "x-acor": {"flag": "--log"}},
+    "session": {"type": "string", "x-acor": {"flag": "--session"}}}}
+
+
 def meta(tasks=True):
     caps = {"extensions": {EXT: {}}} if tasks else {}
     return {"io.modelcontextprotocol/protocolVersion": VERSION,
@@ -92,11 +125,12 @@ def meta(tasks=True):
 class Raw:
     """A real ``acor mcp`` over stdio, spoken to line by line."""
 
-    def __init__(self, project, env=None):
+    def __init__(self, project, env=None, own_group=False):
         self.proc = subprocess.Popen(
             [ACOR_SCRIPT, "mcp"], cwd=project.root,
             env=env or project.env, stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            start_new_session=own_group)
         self.lines: queue.Queue = queue.Queue()
         self.ids = 0
         threading.Thread(target=self._read, daemon=True).start()
@@ -154,6 +188,7 @@ def tasks_project(project):
     project.add_tool("asker", ASKER, args=ASKER_ARGS, task="optional")
     project.add_tool("steps", STEPS, args=STEPS_ARGS, task="optional")
     project.add_tool("once", SLOW, args=SLOW_ARGS, task="optional")
+    project.add_tool("silent", SILENT, args=SILENT_ARGS, task="optional")
     return project
 
 
@@ -326,6 +361,33 @@ def test_a_killed_servers_resumable_task_is_finished_by_the_next(
         second.close()
 
 
+def test_the_next_server_kills_a_killed_servers_silent_tool_first(
+        tasks_project, tmp_path):
+    log = tmp_path / "log"
+    first = Raw(tasks_project, own_group=True)
+    created = first.call("silent", {"log": str(log)})["result"]
+    wait_for(lambda: "checkpoint" in (first.get(created["taskId"])
+                                      ["result"].get("statusMessage")
+                                      or ""), "a checkpoint")
+    (old,) = [int(pid) for pid in log.read_text().split()]
+    # The server's whole group killed (as an editor or a terminal does):
+    # its warm start's fork server, which would end the tool, dies too.
+    os.killpg(first.proc.pid, signal.SIGKILL)
+    first.proc.wait()
+    # The tool never writes again: nothing but the next server ends it.
+    assert pid_alive(old)
+    second = Raw(tasks_project)
+    try:
+        done = second.until(created["taskId"], "completed", "failed")
+        assert done["status"] == "completed", done
+        # The resumed run found the first one gone when it started.
+        assert done["result"]["structuredContent"] == {"overlapping": []}
+        assert len(log.read_text().split()) == 2
+        assert not pid_alive(old)
+    finally:
+        second.close()
+
+
 def test_a_killed_servers_other_task_fails_cleanly(tasks_project, tmp_path):
     first = Raw(tasks_project)
     created = first.call("once", {"go": str(tmp_path / "never")})["result"]
@@ -410,3 +472,100 @@ def test_a_server_that_stops_cleanly_hands_its_task_to_the_next(
         assert done["result"]["structuredContent"]["resumed_from"] > 0
     finally:
         second.close()
+
+
+FUNCTION_TASKS = '''
+import os, time
+from acor import tool
+
+
+@tool(task="optional")
+def waits(go: str) -> dict:
+    """Wait until the file go exists, then say how long it waited."""
+    n = 0
+    while not os.path.exists(go):
+        n += 1
+        time.sleep(0.1)
+    return {"polls": n}
+
+
+@tool(task="required")
+def insists(go: str) -> dict:
+    """Only ever run as a task."""
+    return {"ran": True}
+'''
+
+
+def test_a_function_tool_marked_task_runs_as_a_task(project, tmp_path):
+    (project.root / "tools" / "waiting.py").write_text(FUNCTION_TASKS)
+    raw = Raw(project)
+    try:
+        go = tmp_path / "go"
+        created = raw.call("waits", {"go": str(go)})["result"]
+        assert created["resultType"] == "task", created
+        assert raw.get(created["taskId"])["result"]["status"] == "working"
+        go.touch()
+        done = raw.until(created["taskId"], "completed", "failed")
+        assert done["status"] == "completed", done
+        assert done["result"]["isError"] is False
+        assert "polls" in done["result"]["structuredContent"]
+        # Without the extension: the optional one answers as a plain
+        # call, the required one is refused naming the extension.
+        plain = raw.call("waits", {"go": str(go)}, tasks=False)["result"]
+        assert plain.get("resultType") != "task" and "content" in plain
+        refused = raw.call("insists", {"go": str(go)}, tasks=False)
+        assert refused["error"]["code"] == -32021
+        assert EXT in refused["error"]["message"]
+    finally:
+        raw.close()
+
+
+def _pair_until_ended(server, task_id):
+    deadline = time.monotonic() + LIMIT
+    while time.monotonic() < deadline:
+        answer = server.call("acor_task_status", {"taskId": task_id},
+                             tasks=False)["result"]
+        if (answer.get("structuredContent") or {}).get("status") not in (
+                "working", "input_required"):
+            return answer
+        time.sleep(0.2)
+    raise AssertionError(f"task {task_id} never ended: {answer}")
+
+
+def test_a_client_without_the_extension_gets_a_start_status_pair(
+        server, tmp_path):
+    listed = {tool["name"]: tool for tool in server.request(
+        "tools/list", tasks=False)["result"]["tools"]}
+    start = listed["acor_task_start"]["inputSchema"]["properties"]["tool"]
+    assert set(start["enum"]) == {"slow", "must", "asker", "steps", "once",
+                                  "silent"}
+    assert "acor_task_status" in listed
+    # A client with the extension has tasks itself: no pair.
+    assert "acor_task_start" not in {tool["name"] for tool in server.request(
+        "tools/list")["result"]["tools"]}
+    go = tmp_path / "go"
+    started = server.call("acor_task_start", {
+        "tool": "slow", "arguments": {"go": str(go)}}, tasks=False)["result"]
+    assert started["isError"] is False, started
+    task_id = started["structuredContent"]["taskId"]
+    working = server.call("acor_task_status", {"taskId": task_id},
+                          tasks=False)["result"]
+    assert working["structuredContent"]["status"] == "working"
+    # The same task on the extension's wire.
+    assert server.get(task_id)["result"]["status"] == "working"
+    go.touch()
+    done = _pair_until_ended(server, task_id)
+    assert done["isError"] is False and "steps" in done["structuredContent"]
+    # Not a task tool, or no such task: said so, nothing started.
+    plain = server.call("acor_task_start", {
+        "tool": "plain", "arguments": {"go": str(go)}}, tasks=False)["result"]
+    assert plain["isError"] is True and "slow" in plain["content"][0]["text"]
+    missing = server.call("acor_task_status", {"taskId": "0" * 32},
+                          tasks=False)["result"]
+    assert missing["isError"] is True
+    # A question is not put to a client without tasks/update: the task
+    # completes saying what the tool needs.
+    asked = server.call("acor_task_start", {"tool": "asker"},
+                        tasks=False)["result"]
+    ended = _pair_until_ended(server, asked["structuredContent"]["taskId"])
+    assert "How many greetings" in json.dumps(ended)
