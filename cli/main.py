@@ -19,7 +19,8 @@ from acor import exitcodes
 from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.durations import check_seconds
 from acor.cli.errors import LauncherError, UsageError
-from acor.cli.output.formats import FORMATS, report
+from acor.cli.output.formats import FORMATS
+from acor.cli.output.person import report_error
 from acor.cli.signals import EarlySignals
 from acor.cli.sizes import parse_size
 
@@ -248,6 +249,6 @@ def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
         from acor.cli.terminal.ask import run_and_ask
         return run_and_ask(rest[0], rest[1:], options, words, early)
     except LauncherError as exc:
-        return report(exc, fmt, out=out)
+        return report_error(exc, fmt, out=out)
     except KeyboardInterrupt:
         return exitcodes.CANCELLED

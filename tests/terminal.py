@@ -1,11 +1,15 @@
 """A real pseudo-terminal running `acor`, driven as a person would: what
 the prompt and Ctrl-C tests type into (the `pty` module; nothing mocked)."""
 
+import fcntl
 import os
 import platform
 import pty
+import re
 import select
 import signal
+import struct
+import termios
 import time
 
 from conftest import ACOR_SCRIPT
@@ -41,14 +45,53 @@ def wait_blocked_in(pid: int, calls: dict, timeout: float = 30) -> None:
     raise AssertionError(f"{pid} never waited in {sorted(wanted)}")
 
 
+_CONTROL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|\x1b\][^\x07]*\x07|"
+                      r"[\r\n]|[^\x1b\r\n]+")
+
+
+def screen_lines(text: str) -> list:
+    """The lines ``text`` leaves on a terminal of unlimited width."""
+    lines, row, col = [""], 0, 0
+    for found in _CONTROL.finditer(text):
+        piece, final = found.group(0), found.group(2)
+        if piece == "\n":
+            row += 1
+            col = 0
+            if row == len(lines):
+                lines.append("")
+        elif piece == "\r":
+            col = 0
+        elif final == "A":
+            row = max(0, row - int(found.group(1) or 1))
+        elif final == "K":
+            lines[row] = lines[row][:col] if found.group(1) in ("", "0") \
+                else ""
+        elif not piece.startswith("\x1b"):
+            line = lines[row].ljust(col)
+            lines[row] = line[:col] + piece + line[col + len(piece):]
+            col += len(piece)
+    return [line.rstrip() for line in lines]
+
+
 class Terminal:
     """`acor ARGS` on a real pseudo-terminal, driven as a person would."""
 
-    def __init__(self, project, *args):
+    def __init__(self, project, *args, columns=None, env=None):
+        """``columns``: the terminal's width (rows: 40); ``env``: set
+        in the project's environment (a None value removes it)."""
+        environ = dict(project.env)
+        for key, value in (env or {}).items():
+            if value is None:
+                environ.pop(key, None)
+            else:
+                environ[key] = value
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: acor on the terminal
+            if columns is not None:
+                fcntl.ioctl(0, termios.TIOCSWINSZ,
+                            struct.pack("HHHH", 40, columns, 0, 0))
             os.chdir(project.root)
-            os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], project.env)
+            os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], environ)
         self.seen = b""
 
     def expect(self, text: str, timeout: float = 30) -> str:
@@ -64,7 +107,6 @@ class Terminal:
     def echo_off(self, timeout: float = 30) -> None:
         """Wait until the terminal no longer echoes what is typed (a
         hidden prompt turns echo off after writing its text)."""
-        import termios
         deadline = time.monotonic() + timeout
         while termios.tcgetattr(self.fd)[3] & termios.ECHO:
             if time.monotonic() >= deadline:
@@ -73,6 +115,21 @@ class Terminal:
 
     def type(self, line: str) -> None:
         os.write(self.fd, line.encode() + b"\r")
+
+    def prompted(self, prompt: str, timeout: float = 30) -> None:
+        """Wait until the last thing written is ``prompt``: a person types
+        after the question, not ahead of it (typed ahead, the answer's
+        echo lands before the prompt)."""
+        deadline = time.monotonic() + timeout
+        while not self.plain.endswith(prompt):
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(min(left, 0.1)):
+                raise AssertionError(f"never prompted {prompt!r}: "
+                                     f"{self.seen!r}")
+
+    def eof(self) -> None:
+        """Ctrl-D at the start of a line: the end of the input."""
+        os.write(self.fd, b"\x04")
 
     def _read(self, timeout: float) -> bool:
         ready, _, _ = select.select([self.fd], [], [], timeout)
@@ -110,3 +167,18 @@ class Terminal:
     @property
     def text(self) -> str:
         return self.seen.decode(errors="replace")
+
+    @property
+    def screen(self) -> list:
+        """The lines a person sees at the end, scrollback included: the
+        text with carriage returns, cursor-up and erase-line obeyed (what
+        rich's live display redraws with), colours dropped."""
+        return screen_lines(self.text)
+
+    @property
+    def plain(self) -> str:
+        """What was written, without escape sequences (colours, cursor
+        moves) and with CR LF as LF."""
+        text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07", "",
+                      self.text)
+        return text.replace("\r\n", "\n")

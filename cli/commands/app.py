@@ -12,6 +12,7 @@ in ACOR form with exit code 2, like every other error an agent can cause.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
@@ -33,7 +34,9 @@ from acor.cli.commands.new import new_command
 from acor.cli.commands.sessions import sessions
 from acor.cli.discovery.config import ConfigError
 from acor.cli.errors import LauncherError, UsageError, config_error
-from acor.cli.output.formats import FORMATS, report
+from acor.cli.output.formats import FORMATS
+from acor.cli.output.person import at_terminal, report_error
+from acor.cli.output.typos import nearest, unknown_name
 from acor.cli.commands.tasks import tasks
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -49,6 +52,11 @@ class AcorGroup(click.Group):
     def format_commands(self, ctx: click.Context,
                         formatter: click.HelpFormatter) -> None:
         super().format_commands(ctx, formatter)
+        self.format_commands_tools(ctx, formatter)
+
+    def format_commands_tools(self, ctx: click.Context,
+                              formatter: click.HelpFormatter) -> None:
+        """The Tools section: each tool and its description."""
         try:
             registry = command_registry(ctx)
         except ConfigError as exc:
@@ -109,7 +117,35 @@ def cli(ctx: click.Context, fmt: str | None, timeout: float | None,
         except ConfigError:
             pass  # `acor sessions` still works from ACOR_STATE_DIR
     if ctx.invoked_subcommand is None:
-        click.echo(ctx.get_help())
+        click.echo(_overview(ctx) if at_terminal() else ctx.get_help())
+
+
+def _overview(ctx: click.Context) -> str:
+    """``acor`` at a terminal: every command and tool in a screen, each
+    said in its first clause, whole (``acor --help`` has the rest)."""
+    formatter = ctx.make_formatter()
+    formatter.write_usage("acor", "[OPTIONS] TOOL [ARGS]...  |  acor COMMAND "
+                          "[ARGS]...")
+    rows = []
+    for name in cli.list_commands(ctx):
+        command = cli.get_command(ctx, name)
+        if command is not None and not command.hidden:
+            rows.append((name, _first_clause(command.help or "")))
+    with formatter.section("Commands"):
+        formatter.write_dl(rows)
+    cli.format_commands_tools(ctx, formatter)
+    formatter.write_paragraph()
+    formatter.write_text("acor --help: every option.  acor help NAME: a "
+                         "command's or a tool's help.")
+    return formatter.getvalue().rstrip("\n")
+
+
+def _first_clause(text: str) -> str:
+    """The help's first sentence without its asides (in brackets), up to
+    its first colon: what the command does, never cut mid-word."""
+    sentence = " ".join(text.split("\n\n")[0].split()).split(". ")[0]
+    sentence = re.sub(r" \([^()]*\)", "", sentence).split(": ")[0]
+    return sentence.rstrip(".")
 
 
 @cli.command()
@@ -188,6 +224,7 @@ def help_command(ctx: click.Context, topic: tuple[str, ...]) -> None:
                              "subcommands", "A tool's help is `acor help "
                              "TOOL`, as in the command below.",
                              next=["acor", "help", topic[0]])
+        _not_a_tool(ctx, topic[0])
         ctx.invoke(info.show, tool=topic[0], as_json=False)
         return
     parent = root
@@ -205,6 +242,22 @@ def help_command(ctx: click.Context, topic: tuple[str, ...]) -> None:
     click.echo(command.get_help(parent))
 
 
+def _not_a_tool(ctx: click.Context, word: str) -> None:
+    """At a terminal, ``acor help WORD`` for a WORD neither a tool nor a
+    command: the error names the tools and commands near it (``acor help
+    lsit``: list). Piped, ``acor show`` reports it as it always has."""
+    if not at_terminal():
+        return
+    tools = command_registry(ctx).tools
+    if word in tools:
+        return
+    # `acor help help` is `acor help`: not a name a person meant here.
+    commands = [name for name in cli.list_commands(ctx) if name != "help"]
+    meant = unknown_name(word, tools, commands, ["acor", "help"])
+    if meant is not None:
+        raise meant
+
+
 export_group.add_command(export_plugin)
 cli.add_command(sessions)
 cli.add_command(tasks)
@@ -214,13 +267,16 @@ for _command in (info.list_tools, info.show, info.doctor, info.schema,
     cli.add_command(_command)
 
 
-def corrected_command(argv: Sequence[str], exc: click.UsageError
-                      ) -> list[str] | None:
+def corrected_command(argv: Sequence[str], exc: click.UsageError,
+                      person: bool = False) -> list[str] | None:
     """``acor ARGV`` with the one word click refused replaced by the one
-    it means (an option or a choice close to a known one), or None when
-    that cannot be told: the user's own command, safe to run as is."""
+    it means (an option or a choice close to a known one; for a ``person``
+    at a terminal, a group's subcommand too), or None when that cannot be
+    told: the user's own command, safe to run as is."""
     import difflib  # 1.1 ms of acor mcp's first answer: a typo only
     wrong: str | None
+    if person and (fixed := _subcommand_fixed(argv, exc)) is not None:
+        return fixed
     if isinstance(exc, click.NoSuchOption):
         wrong, known = exc.option_name, sorted(exc.possibilities or ())
     elif isinstance(exc, click.BadParameter) and exc.param is not None \
@@ -244,6 +300,25 @@ def corrected_command(argv: Sequence[str], exc: click.UsageError
     return None
 
 
+def _subcommand_fixed(argv: Sequence[str], exc: click.UsageError
+                      ) -> list[str] | None:
+    """``acor ARGV`` with a group's unknown subcommand (``acor tasks
+    lst``) replaced by the nearest of its subcommands, or None."""
+    group = exc.ctx.command if exc.ctx is not None else None
+    if not isinstance(group, click.Group) or exc.ctx is None:
+        return None
+    known = group.list_commands(exc.ctx)
+    path = exc.ctx.command_path.split()[1:]  # the group's words after acor
+    start = next((i + len(path) for i in range(len(argv))
+                  if list(argv[i:i + len(path)]) == path), None)
+    if start is None or start >= len(argv) or argv[start] in known:
+        return None
+    near = nearest(argv[start], known)
+    if not near:
+        return None
+    return ["acor", *argv[:start], near[0], *argv[start + 1:]]
+
+
 def run_command(argv: list[str], fmt: str | None = None,
                 early: EarlySignals | None = None,
                 out: BinaryIO | None = None) -> int:
@@ -254,9 +329,9 @@ def run_command(argv: list[str], fmt: str | None = None,
         result = cli.main(args=argv, prog_name="acor", standalone_mode=False,
                           obj={"early": early})
     except LauncherError as exc:
-        return report(exc, fmt, out=out)
+        return report_error(exc, fmt, out=out)
     except ConfigError as exc:
-        return report(config_error(exc), fmt, out=out)
+        return report_error(config_error(exc), fmt, out=out)
     except click.UsageError as exc:
         hint = "Run `acor --help` for the commands and tools."
         next_argv = ["acor", "--help"]
@@ -269,12 +344,12 @@ def run_command(argv: list[str], fmt: str | None = None,
                 hint = ("Give --tools its names in one word, comma-"
                         "separated without spaces (--tools hello,"
                         "csvprofile), or repeat --tools. " + hint)
-        fixed = corrected_command(argv, exc)
+        fixed = corrected_command(argv, exc, person=at_terminal())
         if fixed is not None:
             hint = "The command below is yours, corrected."
             next_argv = fixed
-        return report(UsageError(exc.format_message(), hint, next=next_argv),
-                      fmt, out=out)
+        return report_error(UsageError(exc.format_message(), hint,
+                                       next=next_argv), fmt, out=out)
     except click.Abort:
         return exitcodes.CANCELLED
     except click.exceptions.Exit as exc:

@@ -26,7 +26,7 @@ from acor.cli.commands.info import echo_json, wants_json
 from acor.cli.discovery.config import ConfigError
 from acor.cli.discovery.resolve import Target, resolve
 from acor.cli.errors import LauncherError, UsageError, config_error
-from acor.cli.output.formats import report as report_error
+from acor.cli.output.person import report_error
 from acor.cli.textsafe import printable
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy

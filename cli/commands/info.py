@@ -19,6 +19,7 @@ from acor.cli.discovery.cache import cache_dir, cache_dir_problem
 from acor.cli.discovery.trust import trusted_paths
 from acor.cli.errors import LauncherError, unknown_tool
 from acor.cli.output.jsonline import json_line
+from acor.cli.output.person import at_terminal
 from acor.cli.package_data import SCHEMAS, install_line, schema_text
 from acor.cli.sandbox.kernel import offers, protections
 from acor.cli.tasks.place import STORE_KIND, store_path
@@ -95,16 +96,19 @@ def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
     if not tools:
         click.echo("No tools found. Run `acor doctor` to see where acor "
                    "looked.")
-    width = max((len(s.name) for s in tools), default=0)
-    for s in tools:
-        click.echo(f"{s.name:<{width}}  {printable(s.version or ''):<8} "
-                   f"{s.kind:<7} {printable(s.description or '')}  "
-                   f"[{printable(s.origin or '')}]")
+    if tools and at_terminal():
+        _tools_table(tools)
+    else:
+        width = max((len(s.name) for s in tools), default=0)
+        for s in tools:
+            click.echo(f"{s.name:<{width}}  {printable(s.version or ''):<8} "
+                       f"{s.kind:<7} {printable(s.description or '')}  "
+                       f"[{printable(s.origin or '')}]")
     if show_all:
         echo_problems(reg)
     elif reg.skipped:
-        click.echo(f"\n{len(reg.skipped)} manifest(s) skipped: see why with "
-                   "`acor list --all`.")
+        click.echo(f"\n{counted(len(reg.skipped), 'manifest')} skipped: "
+                   "see why with `acor list --all`.")
 
 
 def echo_problems(reg: Registry) -> None:
@@ -120,6 +124,27 @@ def echo_problems(reg: Registry) -> None:
                 if hidden.override else ""
             click.echo(f"  {hidden.name}: {quote(hidden.loser_path)} is "
                        f"hidden by {quote(hidden.winner_path)}{why}")
+
+
+def _tools_table(tools: list[ToolSpec]) -> None:
+    """The tools as a person at a terminal reads them: a table with
+    headers, as wide as the terminal, each cell wrapped at words."""
+    # rich costs ~30 ms: only a person at a terminal waits for it.
+    from rich.table import Table
+    from rich.text import Text
+
+    from acor.cli.output.rich_view import person_console
+    table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
+    for header, ratio in (("TOOL", None), ("VERSION", None), ("KIND", None),
+                          ("DESCRIPTION", 1), ("FROM", None)):
+        table.add_column(header, ratio=ratio, overflow="fold",
+                         no_wrap=header != "DESCRIPTION")
+    for s in tools:
+        table.add_row(Text(printable(s.name), style="bold"),
+                      printable(s.version or ""), s.kind,
+                      Text(printable(s.description or "")),
+                      Text(printable(s.origin or ""), style="dim"))
+    person_console().print(table)
 
 
 def doctor_report(reg: Registry) -> dict[str, Any]:
@@ -191,9 +216,14 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"warning:    {printable(warning)}")
         click.echo(f"tools:      {data['tools']} found")
         echo_problems(reg)
-        click.echo(f"\n{problems} problem(s) found." if problems
+        click.echo(f"\n{counted(problems, 'problem')} found." if problems
                    else "\nNo problems found.")
     ctx.exit(exitcodes.FAILED if problems else exitcodes.OK)
+
+
+def counted(count: int, noun: str) -> str:
+    """``1 problem``, ``2 problems``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def framing_note(spec: ToolSpec) -> str:
@@ -233,6 +263,11 @@ def show(ctx: click.Context, tool: str, as_json: bool) -> None:
                    "manifest_path": spec.manifest_path,
                    "timeout": spec.timeout, "idle_timeout": spec.idle_timeout,
                    "warnings": spec.warnings})
+        return
+    if at_terminal():
+        # rich costs ~30 ms: only a person at a terminal waits for it.
+        from acor.cli.commands.tool_page import show_page
+        show_page(spec, sandbox_note(spec))
         return
     click.echo(f"{spec.name} {printable(spec.version or '')} ({spec.kind})")
     click.echo(f"  {printable(spec.description or '')}")

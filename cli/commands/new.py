@@ -382,7 +382,7 @@ def _shown(path: str) -> str:
 
 def _refuse(title: str, recovery: str) -> int:
     from acor.cli.errors import UsageError
-    from acor.cli.output.formats import report
+    from acor.cli.output.person import report_error as report
     return report(UsageError(title, recovery), None)
 
 
@@ -416,7 +416,7 @@ def new_command(name: str, directory: str | None, wrap: str | None,
         config = load_config()
     except ConfigError as exc:
         from acor.cli.errors import config_error
-        from acor.cli.output.formats import report
+        from acor.cli.output.person import report_error as report
         return report(config_error(exc), None)
     tools_dir = os.path.abspath(directory or default_dir(config))
     argv = None

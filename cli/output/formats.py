@@ -253,15 +253,32 @@ class RichFormat(_Format):
 
     def __init__(self, tool: str, out: Out = None) -> None:
         # rich costs ~30 ms: loaded only for the rich view.
-        from acor.cli.output.rich_view import RichSink
+        from acor.cli.output.person_view import PersonSink, view_for
         # A terminal that cannot show a character gets "?", not a crash.
         if out is None and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors="replace")
         super().__init__()
-        self.view = RichSink(tool)
+        self.view = view_for(tool)
+        # The tool's stderr on a person's screen goes through the view:
+        # dimmed, above the live line, before the final status.
+        self._person = self.view if isinstance(self.view, PersonSink) \
+            and sys.stderr.isatty() else None
 
     def emit(self, event: Event) -> None:
         self.view.emit(event)
+
+    def stderr(self, data: bytes) -> None:
+        if self._person is None:
+            super().stderr(data)
+            return
+        self._person.stderr(self._stderr_text.feed(
+            data.decode("utf-8", "replace")))
+
+    def result(self, result: RunRecord) -> None:
+        if self._person is None:
+            super().result(result)
+            return
+        self._person.stderr(self._stderr_text.flush())
 
     def close(self) -> None:
         self.view.close()

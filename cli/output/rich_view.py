@@ -18,6 +18,7 @@ its SGR sequences (and only those) become rich styles.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 
@@ -32,11 +33,14 @@ from rich.text import Text
 from acor.events import Status
 
 from acor.cli.handlers import EventHandler
+from acor.cli.output.live import duration
 from acor.cli.textsafe import keep_colours, printable, strip_terminal
 
 TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
 if TYPE_CHECKING:
     from typing import Any, Optional
+
+    from acor.errors import AcorError
 
     from acor.events import (AIDirective, Checkpoint, Error, Event,
                              Heartbeat, InputNeeded, Output, OutputData,
@@ -49,7 +53,8 @@ if TYPE_CHECKING:
     Shown = Optional[RenderableType]  # what an event draws, if anything
 
 STATUS_STYLES = {"ready": "cyan", "working": "blue", "complete": "bold green",
-                 "failed": "bold red", "cancelled": "bold yellow"}
+                 "failed": "bold red", "cancelled": "bold yellow",
+                 "input needed": "bold yellow"}
 # "label (current/total)", as tool.progress_bar() writes it: the count gets
 # its own column so that a long label is cut, never the count.
 COUNT = re.compile(r"\s*\((\d+)/(\d+)\)$")
@@ -79,6 +84,80 @@ def _command(argv: object) -> str:
     if isinstance(argv, (list, tuple)):
         return _line(shlex.join(str(arg) for arg in argv))
     return _line(argv)
+
+
+def error_panel(event: Error) -> Panel:
+    """An error as a person reads it: a short title in the border (the
+    code), and the whole message wrapped in the body, the part that says
+    what to do included, however long it is."""
+    body = Text()
+    body.append(_text(event.title) + "\n", style="bold")
+    if event.details:
+        body.append(_text(event.details) + "\n")
+    if event.recovery:
+        body.append("→ " + _text(event.recovery) + "\n", style="green")
+    if event.next:
+        body.append("next: " + _command(event.next) + "\n", style="bold")
+    body.rstrip()
+    return Panel(body, title=Text("Error " + _line(event.code)[:40]),
+                 title_align="left", border_style="red")
+
+
+def person_console(stderr: bool = False) -> Console:
+    """A console for a person: rich's own, but on a terminal without
+    cursor control (``TERM=dumb``) as wide as the terminal is, where rich
+    would assume 80 columns."""
+    console = Console(stderr=stderr)
+    if console.is_dumb_terminal:
+        try:
+            size = os.get_terminal_size(2 if stderr else 1)
+        except OSError:
+            return console
+        if size.columns > 0 and size.lines > 0:  # both, or rich takes 80
+            return Console(stderr=stderr, width=size.columns,
+                           height=size.lines)
+    return console
+
+
+def field_notes(spec: dict[str, Any]) -> str:
+    """What an answer may be, in one line: the choices, the default, the
+    range (``choices: pdf, html · default: pdf``), or ""."""
+    notes = []
+    if isinstance(spec.get("enum"), list):
+        notes.append("choices: " + ", ".join(_line(v) for v in spec["enum"]))
+    if spec.get("default") is not None:
+        notes.append(f"default: {_line(spec['default'])}")
+    low, high = spec.get("minimum"), spec.get("maximum")
+    if low is not None and high is not None:
+        notes.append(f"from {_line(low)} to {_line(high)}")
+    elif low is not None:
+        notes.append(f"at least {_line(low)}")
+    elif high is not None:
+        notes.append(f"at most {_line(high)}")
+    if spec.get("type") == "boolean":
+        notes.append("yes or no")
+    return " · ".join(notes)
+
+
+def status_line(state: str, tool: str, seconds: Optional[float] = None
+                ) -> Text:
+    """A run's status as one line: ``● Complete in 20.1 s  tool``."""
+    # No blue for a person: it is hard to read on a dark theme.
+    style = {**STATUS_STYLES, "working": "cyan"}.get(state, "magenta")
+    said = _line(state).capitalize()
+    if seconds is not None:
+        said += (" in " if state == "complete" else " after ") + \
+            duration(seconds)
+    return Text.assemble(("● ", style), (said, style), (f"  {tool}", "dim"))
+
+
+def show_error(error: AcorError, tool: str = "acor") -> int:
+    """``error`` at a terminal: its panel and the failed status on stderr
+    (stdout stays the command's); returns its exit code."""
+    console = person_console(stderr=True)
+    console.print(error_panel(error.to_event()))
+    console.print(status_line("failed", _line(tool)))
+    return error.exit_code
 
 
 class RichSink(EventHandler):
@@ -135,8 +214,8 @@ class RichSink(EventHandler):
             self._progress.start()
         return self._progress, self._task
 
-    def _show_progress(self, event: ProgressEvent) -> None:
-        progress, task = self._bar()
+    def progress_label(self, event: ProgressEvent) -> tuple[str, str]:
+        """A progress's label and its count ("3/10"), each one line."""
         # The first line only, as one line (a "\r" in it shown as "\\n").
         label = _line((event.message or "").split("\n")[0])
         found = COUNT.search(label)
@@ -144,6 +223,11 @@ class RichSink(EventHandler):
         if found:
             label = label[:found.start()]
             count = f"{found.group(1)}/{found.group(2)}"
+        return label, count
+
+    def _show_progress(self, event: ProgressEvent) -> None:
+        progress, task = self._bar()
+        label, count = self.progress_label(event)
         progress.update(task, completed=event.percent,
                         description=escape(label), count=count)
 

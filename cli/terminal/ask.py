@@ -22,13 +22,14 @@ from contextlib import contextmanager
 
 from acor.layout import choice_values
 
-from acor.cli.approval import (APPROVAL_TTL, Field, field_prompt,
-                               fields_of, request_lines, safe_line)
+from acor.cli.approval import (APPROVAL_TTL, Field, command_text,
+                               field_prompt, fields_of, request_lines,
+                               safe_line)
 from acor.cli.terminal.named import run_named
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterator, NoReturn
+    from typing import Any, Callable, Iterator, NoReturn, Sequence
 
     from acor.cli.run.result import RunResult
     from acor.cli.signals import EarlySignals
@@ -39,7 +40,8 @@ def run_and_ask(name: str, args: list[str], options: dict[str, Any],
     """``acor NAME ARGS``: run the tool (:func:`run_named`); when it ends
     Input Needed in the rich view at a terminal, ask and run it again.
     Returns the exit code."""
-    person = not options.get("no_input") and sys.stdin.isatty()
+    at_terminal = sys.stdin.isatty()
+    person = not options.get("no_input") and at_terminal
     result, fmt = run_named(name, args, options, words, early, person=person)
     if fmt == "rich" and person and result.state == "input_needed":
         if early.received:  # a Ctrl-C as the run ended: no question
@@ -50,15 +52,31 @@ def run_and_ask(name: str, args: list[str], options: dict[str, Any],
             result, name, args,
             lambda again, human: run_named(name, again, options, words,
                                            early, person=True,
-                                           human=human)[0])
+                                           human=human)[0],
+            words)
+    if fmt == "rich" and at_terminal and result.state == "input_needed":
+        _not_asked(name, args, words)
     return result.exit_code
 
 
+def _not_asked(name: str, args: list[str], words: list[str]) -> None:
+    """``--no-input`` at a terminal: what the person does to be asked,
+    then the run's final status."""
+    from acor.cli.output.rich_view import person_console, status_line
+    command = ["acor", *[w for w in words if w != "--no-input"], name, *args]
+    console = person_console()
+    console.print(f"Needs your input: run {command_text(command)} without "
+                  "--no-input to be asked, or give the values above as "
+                  "arguments.", markup=False, highlight=False)
+    console.print(status_line("input needed", safe_line(name)))
+
+
 def ask_and_rerun(result: RunResult, name: str, args: list[str],
-                  rerun: Callable[[list[str], dict[str, Any]], RunResult]
-                  ) -> int:
+                  rerun: Callable[[list[str], dict[str, Any]], RunResult],
+                  words: Sequence[str] = ()) -> int:
     """Ask for the fields ``result`` names and ``rerun(argv, human)`` with
-    the answers, each field asked once; the last exit code."""
+    the answers, each field asked once; the last exit code. ``words``:
+    the global options, for the command shown before each rerun."""
     import click  # only a person at a terminal waits for it
     asked: set[str] = set()
     while result.state == "input_needed" and result.fields:
@@ -71,15 +89,12 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
             return result.exit_code
         try:
             with _interruptible():
-                for line in request_lines(name, result.version,
-                                          ["acor", name, *args],
-                                          result.message or "", fields,
-                                          result.audience):
+                for line in _request(result, name, args, fields):
                     click.echo(line)
                 shown = time.monotonic()
                 answers = {f.name: _ask(f) for f in fields}
         except (click.Abort, EOFError, KeyboardInterrupt):
-            click.echo("", err=True)  # off the line the question is on
+            click.echo("")  # off the line the question is on (stdout)
             _say(f"Not answered: {name} was not run again, and nothing "
                  "was approved.")
             return result.exit_code
@@ -92,8 +107,34 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
         human = {f.name: answers[f.name] for f in fields if f.human}
         args = with_answers(fill(_rerun_args(result, name, args, fields),
                                  answers), fields, answers)
+        click.echo("→ running " + command_text(
+            ["acor", *words, name, *_masked(args, fields, answers)]))
         result = rerun(args, human)
     return result.exit_code
+
+
+def _request(result: RunResult, name: str, args: list[str],
+             fields: list[Field]) -> list[str]:
+    """What a person reads before the questions, beyond the rich view's
+    Input Needed panel (which said the reason and each field): for an
+    answer only a person may give, the request that says what is
+    approved (:func:`cli.approval.request_lines`, its reason included);
+    for an ordinary one, nothing more."""
+    lines = request_lines(name, result.version, ["acor", name, *args],
+                          result.message or "", fields, result.audience)
+    return [] if lines[0].endswith(" needs input:") else lines
+
+
+def _masked(args: list[str], fields: list[Field], answers: dict[str, Any]
+            ) -> list[str]:
+    """``args`` as shown to the person: a secret answer the command line
+    carries is shown as ****."""
+    secrets = {str(answers[f.name]) for f in fields
+               if f.secret and f.name in answers}
+    return ["****" if word in secrets else
+            word.split("=", 1)[0] + "=****"
+            if "=" in word and word.split("=", 1)[1] in secrets else word
+            for word in args]
 
 
 @contextmanager
@@ -190,33 +231,77 @@ def _say(text: str) -> None:
     click.echo(text, err=True)
 
 
+YES = ("y", "yes", "true", "1")
+NO = ("n", "no", "false", "0")
+
+
 def _ask(field: Field) -> object:
+    """One question, asked until its answer is one the field takes; each
+    wrong answer says why in one style (``  ✗ ...``)."""
     import click
     prop = field.prop
-    prompt = field_prompt(field)
+    # The whole question on its line: the field, its type and description,
+    # its choices or range, its default (click adds "[default]").
+    label = field_prompt(field)
+    if isinstance(prop.get("enum"), list):
+        label += " (" + ", ".join(safe_line(v) for v in prop["enum"]) + ")"
+    elif _range(prop):
+        label += f" ({_range(prop)})"
     if field.kind == "boolean":
-        return click.prompt(prompt + " [y/n]", type=click.BOOL,
-                            show_choices=False)
+        label += " [y/n]"
     if field.kind == "array":
-        return _ask_list(field, prompt)
-    if "enum" in prop and isinstance(prop["enum"], list):
-        choices = [str(v) for v in prop["enum"]]
-        answer = click.prompt(prompt, type=click.Choice(choices),
-                              default=prop.get("default"))
-        return next(v for v in prop["enum"] if str(v) == answer)
-    types = {"integer": int, "number": float}
-    kind = types.get(field.kind, str)
+        return _ask_list(field, label)
+    default = None if field.human else prop.get("default")
     while True:
         if field.secret:
-            value = _secret(prompt)
+            raw = _secret(label)
         else:
-            value = click.prompt(prompt, type=kind,
-                                 default=None if field.human
-                                 else prop.get("default"))
-        problem = _problem(prop, value)
+            shown = None if default is None else str(default)
+            raw = click.prompt(label, default=shown, show_default=True,
+                               type=str)
+        value, problem = answer_of(prop, field.kind, raw)
         if problem is None:
             return value
-        click.echo(f"  {problem}", err=True)
+        click.echo(f"  ✗ {problem}", err=True)
+
+
+def answer_of(prop: dict[str, Any], kind: str, raw: str
+              ) -> tuple[object, str | None]:
+    """What the person typed as the field's value, or why it is not one:
+    a boolean from yes/no (and true/false, 1/0), a choice whatever its
+    case when only one matches, a number in its range."""
+    text = raw.strip()
+    if kind == "boolean":
+        if text.lower() in YES or text.lower() in NO:
+            return text.lower() in YES, None
+        return None, "Answer yes or no (y, n, true, false, 1, 0 work too)."
+    choices = prop.get("enum")
+    if isinstance(choices, list):
+        same = [v for v in choices if str(v) == text] or \
+            [v for v in choices if str(v).lower() == text.lower()]
+        if len(same) == 1:
+            return same[0], None
+        return None, ("Choose one of: " +
+                      ", ".join(safe_line(v) for v in choices) + ".")
+    value: object = raw
+    if kind in ("integer", "number"):
+        try:
+            value = int(text) if kind == "integer" else float(text)
+        except ValueError:
+            what = "a whole number" if kind == "integer" else "a number"
+            return None, f"{safe_line(text)!r} is not {what}."
+    problem = _problem(prop, value)
+    return (value, None) if problem is None else \
+        (None, problem[0].upper() + problem[1:].rstrip(".") + ".")
+
+
+def _range(prop: dict[str, Any]) -> str:
+    low, high = prop.get("minimum"), prop.get("maximum")
+    if low is not None and high is not None:
+        return f"from {safe_line(low)} to {safe_line(high)}"
+    if low is not None:
+        return f"at least {safe_line(low)}"
+    return "" if high is None else f"at most {safe_line(high)}"
 
 
 def _ask_list(field: Field, prompt: str) -> list[str]:
@@ -232,8 +317,8 @@ def _ask_list(field: Field, prompt: str) -> list[str]:
         values = [v.strip() for v in str(text).split(",") if v.strip()]
         if values and all(v in choices for v in values):
             return values
-        click.echo(f"  not a list of its choices: answer with some of "
-                   f"{shown}, separated by commas", err=True)
+        click.echo(f"  ✗ That is not a list of its choices: answer with "
+                   f"some of {shown}, separated by commas.", err=True)
 
 
 def _secret(prompt: str) -> str:

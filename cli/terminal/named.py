@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import sys
 
+from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.output.formats import make_sink
 from acor.cli.run.launch import run
 from acor.cli.run.request import build_request, open_registry
@@ -36,6 +37,15 @@ def run_named(name: str, args: list[str], options: Mapping[str, Any],
     arguments."""
     registry = open_registry(options.get("config"))
     fmt = default_format(options, registry.config)
+    if fmt == "rich" and registry.get(name) is None and \
+            registry.skipped_named(name) is None:
+        # A person mistyped a tool or a command (`acor lst`): name both.
+        # Imported here: an agent's run never pays for it.
+        from acor.cli.output.typos import unknown_name
+        meant = unknown_name(name, registry.tools, BUILTIN_COMMANDS,
+                             ["acor", *words], args)
+        if meant is not None:
+            raise meant
     request = build_request(
         name, args, registry=registry, timeout=options.get("timeout"),
         idle_timeout=options.get("idle_timeout"),

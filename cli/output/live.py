@@ -1,0 +1,190 @@
+"""The rich view's one live line: a run's signs of life and of time.
+
+From a run's first event to its ending a person sees one line that keeps
+being redrawn: a spinner, the tool, the bar (pulsing until the first
+progress), the percentage, the count, the label, the latest checkpoint,
+the time elapsed and, once the progress gives a rate, the time left. On a
+terminal that cannot redraw (``TERM=dumb``) the same facts are printed as
+plain lines, one every :data:`PLAIN_EVERY` seconds at most, and at 100%.
+The line is the rich view's (:mod:`cli.output.rich_view`); it never
+holds text a tool sent without its passing through :mod:`cli.textsafe`
+first.
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn,
+                           Task, TaskProgressColumn, TextColumn)
+from rich.table import Column
+from rich.text import Text
+
+TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
+if TYPE_CHECKING:
+    from typing import Any, Optional
+
+    from rich.progress import TaskID
+
+PLAIN_EVERY = 5.0  # seconds between plain progress lines, at most
+NARROW = 100       # columns below which the bar is short
+
+
+def duration(seconds: float) -> str:
+    """A duration as a person reads it: ``20.1 s``, ``3 min 05 s``,
+    ``1 h 02 min``."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
+
+
+def clock(seconds: float) -> str:
+    """Elapsed or left, as a clock: ``0:07``, ``12:40``, ``1:02:03``."""
+    whole = max(0, int(seconds))
+    hours, rest = divmod(whole, 3600)
+    if hours:
+        return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+    return f"{rest // 60}:{rest % 60:02d}"
+
+
+class _Times(ProgressColumn):
+    """Elapsed, and left when the rate of progress tells it."""
+
+    def __init__(self, line: LiveLine) -> None:
+        super().__init__(table_column=Column(no_wrap=True))
+        self.line = line
+
+    def render(self, task: Task) -> Text:
+        return Text(self.line.times(), style="dim")
+
+
+class LiveLine:
+    """The line of one run, on ``console``: redrawn where the terminal
+    can (rich's live display), printed as plain lines where it cannot."""
+
+    def __init__(self, console: Console, tool: str) -> None:
+        self.console = console
+        self.tool = tool  # already made one printable line
+        self.started = time.monotonic()
+        self.redraws = console.is_interactive  # not TERM=dumb
+        self.percent: Optional[float] = None
+        self.label = ""
+        self.count = ""
+        self.checkpoint = ""
+        self.checkpoints = 0
+        self._first: Optional[tuple[float, float]] = None  # (time, percent)
+        self._rate: Optional[float] = None  # percent a second
+        self._plain_at = float("-inf")
+        self.stopped = False  # what ends the run is below: no line again
+        self._progress: Optional[Progress] = None
+        self._task: Optional[TaskID] = None
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    def left(self) -> Optional[float]:
+        """Seconds left at the rate of progress since the first, or None
+        while there is no rate yet."""
+        if self._rate is None or self.percent is None or \
+                not 0 < self.percent < 100:
+            return None
+        return (100 - self.percent) / self._rate
+
+    def times(self) -> str:
+        left = self.left()
+        said = clock(self.elapsed())
+        return said if left is None else f"{said} · ETA {clock(left)}"
+
+    def alive(self) -> None:
+        """An event came: the live line shows it (started at the first);
+        a plain terminal gets a line when one is due."""
+        if self.stopped:
+            return
+        if self.redraws:
+            self._show()
+        elif time.monotonic() - self._plain_at >= PLAIN_EVERY:
+            self._plain()
+
+    def progress(self, percent: float, label: str, count: str) -> None:
+        now = time.monotonic()
+        if self._first is None:
+            self._first = (now, percent)
+        elif percent > self._first[1] and now > self._first[0]:
+            self._rate = (percent - self._first[1]) / (now - self._first[0])
+        done = percent >= 100 and (self.percent or 0) < 100
+        self.percent, self.label, self.count = percent, label, count
+        if percent < 100:
+            self.stopped = False  # more work after a result: a new line
+        if not self.redraws and done:
+            self._plain()
+        else:
+            self.alive()
+
+    def checkpoint_at(self, checkpoint: str) -> None:
+        self.checkpoint = checkpoint
+        self.checkpoints += 1
+        self.alive()
+
+    def stop(self) -> None:
+        """The line as it last was stays; nothing is redrawn after."""
+        self.stopped = True
+        if self._progress is not None:
+            self._update()
+            # A spinner that never showed progress has nothing to keep.
+            self._progress.live.transient = self.percent is None and \
+                not self.checkpoints
+            self._progress.stop()
+            self._progress = None
+
+    def _plain(self) -> None:
+        self._plain_at = time.monotonic()
+        parts = [self.tool]
+        if self.percent is None:
+            parts.append("working")
+        else:
+            parts.append(f"{self.percent:.0f}%")
+        parts += [part for part in (self.count, self.label) if part]
+        if self.checkpoint:
+            parts.append(f"checkpoint {self.checkpoint}")
+        parts.append(self.times())
+        self.console.print(Text("  ".join(parts)), soft_wrap=True)
+
+    def _show(self) -> None:
+        if self._progress is None:
+            self._progress = self._start()
+        self._update()
+
+    def _start(self) -> Progress:
+        def column(**sized: Any) -> Column:
+            return Column(no_wrap=True, overflow="ellipsis", **sized)
+        narrow = self.console.width < NARROW
+        progress = Progress(
+            SpinnerColumn(finished_text="✓"),
+            TextColumn("[bold]{task.fields[tool]}",
+                       table_column=column(max_width=16 if narrow else 24)),
+            BarColumn(bar_width=12 if narrow else 30), TaskProgressColumn(),
+            TextColumn("{task.fields[count]}", table_column=column()),
+            TextColumn("{task.description}", table_column=column(ratio=1)),
+            TextColumn("[cyan]{task.fields[checkpoint]}",
+                       table_column=column(max_width=20)),
+            _Times(self), console=self.console, expand=True,
+            refresh_per_second=8)
+        self._task = progress.add_task("", total=None,
+                                       tool=escape(self.tool), count="",
+                                       checkpoint="")
+        progress.start()
+        return progress
+
+    def _update(self) -> None:
+        if self._progress is None or self._task is None:
+            return
+        mark = f"⟳ {escape(self.checkpoint)}" if self.checkpoint else ""
+        self._progress.update(
+            self._task, total=None if self.percent is None else 100,
+            completed=self.percent or 0, description=escape(self.label),
+            count=self.count, checkpoint=mark)
