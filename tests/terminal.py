@@ -80,6 +80,10 @@ class Terminal:
         """``columns``: the terminal's width (rows: 40); ``env``: set
         in the project's environment (a None value removes it)."""
         environ = dict(project.env)
+        # A terminal's size is its own (the ioctl below): pytest-xdist's
+        # workers export COLUMNS=80 and LINES=24, which rich would believe.
+        environ.pop("COLUMNS", None)
+        environ.pop("LINES", None)
         for key, value in (env or {}).items():
             if value is None:
                 environ.pop(key, None)
