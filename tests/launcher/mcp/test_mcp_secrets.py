@@ -209,6 +209,21 @@ def _reads(pid, as_user, what="environ"):
     return False
 
 
+def _closes_itself(pid, as_user, limit=60.0):
+    """A worker closes itself as it takes its options (the token among
+    them) from its parent's pipe: one still starting up may be open, but
+    it holds nothing yet. Wait for it to close; while it is open, what it
+    started with never holds the token."""
+    deadline = time.monotonic() + limit
+    while _reads(pid, as_user):
+        code = f"print(open('/proc/{pid}/environ', 'rb').read())"
+        seen = subprocess.run([*as_user, sys.executable, "-c", code],
+                              capture_output=True, text=True, timeout=60)
+        assert TOKEN not in seen.stdout
+        assert time.monotonic() < deadline, f"worker {pid} never closed"
+        time.sleep(0.1)
+
+
 def _cmdline(pid) -> bytes:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as f:
@@ -258,7 +273,7 @@ async def test_the_servers_environ_is_closed_to_the_users_other_processes(
             b"resource_tracker" not in _cmdline(pid)]
         assert len(workers) >= 2 or not args
         for pid in workers:
-            assert not _reads(pid, as_user)
+            _closes_itself(pid, as_user)
         seen = tool.structured_content
         ancestors = seen["ancestors"]
         server_pid = str(server.process.pid)
