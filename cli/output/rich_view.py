@@ -90,8 +90,16 @@ def error_panel(event: Error) -> Panel:
     """An error as a person reads it: a short title in the border (the
     code), and the whole message wrapped in the body, the part that says
     what to do included, however long it is."""
+    return Panel(_error_body(event, _text(event.title)),
+                 title=Text("Error " + _line(event.code)[:40]),
+                 title_align="left", border_style="red")
+
+
+def _error_body(event: Error, head: str) -> Text:
+    """An error's panel body: ``head`` in bold, then its details, its
+    recovery and the command to run next."""
     body = Text()
-    body.append(_text(event.title) + "\n", style="bold")
+    body.append(head + "\n", style="bold")
     if event.details:
         body.append(_text(event.details) + "\n")
     if event.recovery:
@@ -99,8 +107,7 @@ def error_panel(event: Error) -> Panel:
     if event.next:
         body.append("next: " + _command(event.next) + "\n", style="bold")
     body.rstrip()
-    return Panel(body, title=Text("Error " + _line(event.code)[:40]),
-                 title_align="left", border_style="red")
+    return body
 
 
 def person_console(stderr: bool = False) -> Console:
@@ -277,16 +284,8 @@ class RichSink(EventHandler):
         return Panel(lines, title="Output Files", title_align="left")
 
     def on_error(self, event: Error) -> Shown:
-        body = Text()
-        body.append(f"{_line(event.code)}\n", style="bold")
-        if event.details:
-            body.append(_text(event.details) + "\n")
-        if event.recovery:
-            body.append("→ " + _text(event.recovery) + "\n", style="green")
-        if event.next:
-            body.append("next: " + _command(event.next) + "\n", style="bold")
-        body.rstrip()
-        return Panel(body, title=Text("Error: " + _line(event.title)),
+        return Panel(_error_body(event, _line(event.code)),
+                     title=Text("Error: " + _line(event.title)),
                      title_align="left", border_style="red")
 
     def on_input_needed(self, event: InputNeeded) -> Shown:
