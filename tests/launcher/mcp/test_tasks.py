@@ -122,7 +122,21 @@ def meta(tasks=True):
                                                    "version": "1"}}
 
 
-class Raw:
+class Polls:
+    """Polling a task until it reaches a status, over any transport whose
+    client has ``get(task_id)``."""
+
+    def until(self, task_id, *statuses):
+        deadline = time.monotonic() + LIMIT
+        while time.monotonic() < deadline:
+            task = self.get(task_id)["result"]
+            if task["status"] in statuses:
+                return task
+            time.sleep(0.1)
+        raise AssertionError(f"task {task_id} never {statuses}: {task}")
+
+
+class Raw(Polls):
     """A real ``acor mcp`` over stdio, spoken to line by line."""
 
     def __init__(self, project, env=None, own_group=False):
@@ -160,15 +174,6 @@ class Raw:
 
     def get(self, task_id, tasks=True):
         return self.request("tasks/get", {"taskId": task_id}, tasks)
-
-    def until(self, task_id, *statuses):
-        deadline = time.monotonic() + LIMIT
-        while time.monotonic() < deadline:
-            task = self.get(task_id)["result"]
-            if task["status"] in statuses:
-                return task
-            time.sleep(0.1)
-        raise AssertionError(f"task {task_id} never {statuses}: {task}")
 
     def close(self):
         if self.proc.poll() is None:

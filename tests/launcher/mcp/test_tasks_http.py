@@ -7,14 +7,14 @@ import httpx2
 import pytest
 
 from test_mcp_http import Served
-from test_tasks import (EXT, LIMIT, SLOW, SLOW_ARGS, STEPS, STEPS_ARGS, Raw,
-                        meta, wait_for)
+from test_tasks import (EXT, LIMIT, SLOW, SLOW_ARGS, STEPS, STEPS_ARGS, Polls,
+                        Raw, meta, wait_for)
 
 TOKEN_A = "a" * 8 + "-token-of-alice-0123456789"
 TOKEN_B = "b" * 8 + "-token-of-bob-012345678901"
 
 
-class Http:
+class Http(Polls):
     """Raw posts to a served ``acor mcp --http`` with one bearer token."""
 
     def __init__(self, served, token):
@@ -48,15 +48,6 @@ class Http:
 
     def get(self, task_id):
         return self.request("tasks/get", {"taskId": task_id}, name=task_id)
-
-    def until(self, task_id, *statuses):
-        deadline = time.monotonic() + LIMIT
-        while time.monotonic() < deadline:
-            task = self.get(task_id)["result"]
-            if task["status"] in statuses:
-                return task
-            time.sleep(0.1)
-        raise AssertionError(f"task {task_id} never {statuses}")
 
 
 @pytest.fixture
