@@ -39,7 +39,7 @@ for _sig in _HANDLED:
         _signal.signal(_sig, _remember)
 _signal.pthread_sigmask(_signal.SIG_UNBLOCK, _HANDLED)
 
-from acor.cli.signals import EarlySignals  # noqa: E402
+from acor.cli.signals import EarlySignals, end_python_interrupts  # noqa: E402
 
 _early = EarlySignals(_caught)
 for _sig in _HANDLED:
@@ -52,9 +52,21 @@ def main(argv: list[str] | None = None) -> int:
         from acor.cli.main import main as run_main
         return run_main(argv, early=_early)
     finally:
-        # Built-in commands hand Ctrl-C back to Python's default handler;
-        # one that comes once the command is over must not become a
-        # traceback in the console script's last line.
-        for sig in _HANDLED:
-            if _signal.getsignal(sig) != _signal.SIG_IGN:
-                _signal.signal(sig, _remember)
+        _quiet_after_the_command()
+
+
+def _quiet_after_the_command() -> None:
+    """Built-in commands hand Ctrl-C back to Python's default handler;
+    one that comes once the command is over must not become a traceback
+    in the console script's last line. Changing a handler first runs any
+    that is pending: a Ctrl-C just as the command ended is raised here,
+    and dropped (the command has ended as it would have)."""
+    while True:
+        try:
+            end_python_interrupts()
+            for sig in _HANDLED:
+                if _signal.getsignal(sig) != _signal.SIG_IGN:
+                    _signal.signal(sig, _remember)
+            return
+        except KeyboardInterrupt:
+            continue

@@ -11,7 +11,6 @@ rich`` needs rich).
 from __future__ import annotations
 
 import os
-import signal
 import sys
 
 from acor import exitcodes
@@ -21,7 +20,7 @@ from acor.cli.durations import check_seconds
 from acor.cli.errors import LauncherError, UsageError
 from acor.cli.output.formats import FORMATS
 from acor.cli.output.person import report_error
-from acor.cli.signals import EarlySignals
+from acor.cli.signals import EarlySignals, interrupt_as_python_does
 from acor.cli.sizes import parse_size
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
@@ -235,10 +234,7 @@ def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
         fmt = options.get("format")
         if not rest or rest[0] in BUILTIN_COMMANDS or \
                 rest[0].startswith("-"):
-            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                if signal.getsignal(sig) != signal.SIG_IGN:  # nohup's stays
-                    signal.signal(sig, signal.default_int_handler
-                                  if sig == signal.SIGINT else signal.SIG_DFL)
+            interrupt_as_python_does()
             if early.received:
                 return exitcodes.CANCELLED
             # click: the cold path only

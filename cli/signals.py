@@ -12,11 +12,54 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
     from types import FrameType
     from typing import Optional
+
+
+HANDLED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# How soon a Ctrl-C the interpreter dropped is raised again.
+_AGAIN_AFTER = 0.001
+
+
+def interrupt_as_python_does() -> None:
+    """A built-in command takes Ctrl-C as any Python program does, as a
+    KeyboardInterrupt (SIGTERM and SIGHUP at their defaults); one ignored
+    when acor started (``nohup``) stays ignored.
+
+    One a Python program would lose is raised again: a KeyboardInterrupt
+    that lands in a finalizer or a weakref callback (importlib's module
+    locks have one, which any import may run) is printed as "Exception
+    ignored" and dropped, and a command then waiting on its input (``acor
+    parse -``) waits for ever. The hook takes it instead and has SIGALRM
+    raise it a moment later, outside the callback: raised within the hook
+    it would be dropped again."""
+    for sig in HANDLED:
+        if signal.getsignal(sig) != signal.SIG_IGN:
+            signal.signal(sig, signal.default_int_handler
+                          if sig == signal.SIGINT else signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, signal.default_int_handler)
+    sys.unraisablehook = _interrupt_again
+
+
+def _interrupt_again(unraisable: sys.UnraisableHookArgs) -> None:
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        signal.setitimer(signal.ITIMER_REAL, _AGAIN_AFTER)
+        return
+    sys.__unraisablehook__(unraisable)
+
+
+def end_python_interrupts() -> None:
+    """Undo :func:`interrupt_as_python_does` once the command is over. A
+    KeyboardInterrupt due already is raised by the last line (Python runs
+    pending handlers before it changes one): the caller drops it."""
+    if sys.unraisablehook is _interrupt_again:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        sys.unraisablehook = sys.__unraisablehook__
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
 
 class EarlySignals:

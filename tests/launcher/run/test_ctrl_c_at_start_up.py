@@ -99,3 +99,48 @@ def test_31_12_a_signal_ignored_when_acor_starts_stays_ignored(project):
     out, err = proc.communicate(b"## Status: Complete\n", timeout=60)
     assert proc.returncode == 0, err
     assert b'"complete"' in out
+
+
+DROPPED_BY_PYTHON = r"""
+import os, signal, sys, weakref
+from acor.cli.signals import interrupt_as_python_does
+interrupt_as_python_does()
+
+class Lock: pass
+def callback(ref):  # as importlib's module locks have
+    os.kill(os.getpid(), signal.SIGINT)  # the handler runs in here
+    for _ in range(100): pass
+
+lock = Lock()
+ref = weakref.ref(lock, callback)
+try:
+    del lock
+    sys.stdin.read()  # stdin stays open: only the interrupt ends this
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_31_12_a_ctrl_c_python_drops_in_a_weakref_callback_is_raised_again(
+        tmp_path):
+    """A KeyboardInterrupt raised in a weakref callback is printed and
+    dropped by Python; a built-in command waiting on stdin then waited
+    for ever (CI: `acor parse -` hung 38 ms into its start, with the
+    Ctrl-C lost in importlib's module-lock callback). Raised again, it
+    ends the wait."""
+    import sys
+    # cwd: not the checkout, whose acor/ has no cli/ in it
+    proc = subprocess.Popen([sys.executable, "-c", DROPPED_BY_PYTHON],
+                            cwd=tmp_path, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.wait(timeout=60)  # stdin stays open
+    except subprocess.TimeoutExpired:
+        raise AssertionError("the dropped Ctrl-C was not raised again") \
+            from None
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        out, err = proc.communicate()
+    assert out == b"interrupted\n", err
+    assert b"Exception ignored" not in err
