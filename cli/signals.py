@@ -28,19 +28,23 @@ _AGAIN_AFTER = 0.001
 def interrupt_as_python_does() -> None:
     """A built-in command takes Ctrl-C as any Python program does, as a
     KeyboardInterrupt (SIGTERM and SIGHUP at their defaults); one ignored
-    when acor started (``nohup``) stays ignored.
-
-    One a Python program would lose is raised again: a KeyboardInterrupt
-    that lands in a finalizer or a weakref callback (importlib's module
-    locks have one, which any import may run) is printed as "Exception
-    ignored" and dropped, and a command then waiting on its input (``acor
-    parse -``) waits for ever. The hook takes it instead and has SIGALRM
-    raise it a moment later, outside the callback: raised within the hook
-    it would be dropped again."""
+    when acor started (``nohup``) stays ignored. One Python would drop is
+    raised again (:func:`raise_dropped_interrupts`)."""
     for sig in HANDLED:
         if signal.getsignal(sig) != signal.SIG_IGN:
             signal.signal(sig, signal.default_int_handler
                           if sig == signal.SIGINT else signal.SIG_DFL)
+    raise_dropped_interrupts()
+
+
+def raise_dropped_interrupts() -> None:
+    """A KeyboardInterrupt that lands in a finalizer or a weakref callback
+    (importlib's module locks have one, which any import may run) is
+    printed as "Exception ignored" and dropped by Python, and a command
+    then waiting on its input (``acor parse -``, a prompt) waits for ever.
+    From here on the unraisable hook takes it instead and has SIGALRM
+    raise it a moment later, outside the callback: raised within the hook
+    it would be dropped again."""
     signal.signal(signal.SIGALRM, signal.default_int_handler)
     sys.unraisablehook = _interrupt_again
 
@@ -53,9 +57,9 @@ def _interrupt_again(unraisable: sys.UnraisableHookArgs) -> None:
 
 
 def end_python_interrupts() -> None:
-    """Undo :func:`interrupt_as_python_does` once the command is over. A
-    KeyboardInterrupt due already is raised by the last line (Python runs
-    pending handlers before it changes one): the caller drops it."""
+    """Undo :func:`raise_dropped_interrupts` once the command or the
+    question is over. A KeyboardInterrupt due already is raised by the
+    last line (Python runs pending handlers before it changes one)."""
     if sys.unraisablehook is _interrupt_again:
         signal.setitimer(signal.ITIMER_REAL, 0)
         sys.unraisablehook = sys.__unraisablehook__

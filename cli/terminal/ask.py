@@ -26,6 +26,8 @@ from acor.cli.approval import (APPROVAL_TTL, Field, command_text,
                                field_prompt, fields_of, request_lines,
                                safe_line)
 from acor.cli.terminal.named import run_named
+from acor.cli.signals import (HANDLED, end_python_interrupts,
+                              raise_dropped_interrupts)
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
@@ -145,11 +147,12 @@ def _interruptible() -> Iterator[None]:
     cancel the run the answer starts."""
     def refuse(signum: int, frame: object) -> NoReturn:
         raise KeyboardInterrupt
-    stops = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {signum: signal.signal(signum, refuse) for signum in stops}
+    previous = {signum: signal.signal(signum, refuse) for signum in HANDLED}
+    raise_dropped_interrupts()
     try:
         yield
     finally:
+        end_python_interrupts()
         for signum, handler in previous.items():
             signal.signal(signum, handler)
 
