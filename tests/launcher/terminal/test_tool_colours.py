@@ -11,6 +11,7 @@ import json
 import re
 
 import pytest
+from rich.text import Text
 
 from terminal import Terminal
 
@@ -48,6 +49,7 @@ print("colour asked:", "yes" if coloured else "no", flush=True)
 if coloured:
     print("\x1b[31mRED\x1b[0m plain \x1b[1;32mGREEN\x1b[0m", flush=True)
     print("\x1b[32mstep [ 50%%]\x1b[0m", flush=True)
+    print("\x1b[8mHIDDEN\x1b[0m \x1b[5;31mBLINK\x1b[0m", flush=True)
 else:
     print("RED plain GREEN", flush=True)
     print("step [ 50%%]", flush=True)
@@ -115,6 +117,13 @@ def test_a_tool_asked_for_colour_passes_only_its_colours(probe):
     assert "\x1b]" not in raw  # no OSC of any kind
     # The text around them arrives; the bell is shown, not rung.
     assert "<<title" in term.plain and "bell\\x07>>" in term.plain
+    # Nothing hidden, nothing flashing: conceal and blink are dropped,
+    # the colour beside them kept.
+    assert "HIDDEN BLINK" in term.screen, term.screen
+    assert re.search(RED + "BLINK", raw), raw
+    assert not any(span.style.conceal or span.style.blink
+                   for span in Text.from_ansi(raw).spans
+                   if not isinstance(span.style, str))
     # A coloured progress line is still progress, not output.
     assert "step [ 50%]" not in term.screen, term.screen
 
