@@ -138,17 +138,67 @@ def strip_terminal(text: str) -> str:
 _SGR_RE = "\x1b\\[[0-9;:]{0,64}m"
 
 
+# SGR parameters a person's view drops: blink (5, 6), which flashes a
+# tool's text, and conceal (8), which hides it.
+_DROPPED_SGR = frozenset({5, 6, 8})
+# How many parameters follow an extended colour's kind (after 38
+# foreground or 48 background): 5 (palette) one, 2 (RGB) three.
+_EXTENDED_ARGS = {5: 1, 2: 3}
+
+
+def _shown_sgr(sequence: str) -> str:
+    """An SGR sequence without blink and conceal (``ESC [ 5 ; 31 m`` is
+    ``ESC [ 31 m``), its parameters read exactly as rich reads them
+    (:meth:`rich.text.Text.from_ansi`: a parameter that is not digits is
+    ignored, "" is 0, a number is at most 255; 38 and 48 take their kind
+    and its values), so what is dropped is what rich would show; nothing
+    at all when only they were set (an empty SGR would reset every
+    style)."""
+    codes = [min(255, int(param)) if param else 0
+             for param in sequence[2:-1].split(";")
+             if param.isdigit() or param == ""]
+    if not _DROPPED_SGR.intersection(codes):
+        return sequence
+    kept: list[int] = []
+    index = 0
+    while index < len(codes):
+        code = codes[index]
+        if code in (38, 48):
+            kind = codes[index + 1] if index + 1 < len(codes) else None
+            taken = 2 + _EXTENDED_ARGS.get(kind, 0) if kind is not None \
+                else 1
+            kept += codes[index:index + taken]
+            index += taken
+            continue
+        if code not in _DROPPED_SGR:
+            kept.append(code)
+        index += 1
+    return f"\x1b[{';'.join(map(str, kept))}m" if kept else ""
+
+
 def keep_colours(text: str) -> str:
     """:func:`strip_terminal`, but a tool's colours (SGR sequences, and
-    only those) are kept, for a person's terminal that shows them. Every
-    other sequence goes whole and every other control is made visible,
-    as :func:`strip_terminal` does."""
+    only those, less blink and conceal) are kept, for a person's terminal
+    that shows them. Every other sequence goes whole and every other
+    control is made visible, as :func:`strip_terminal` does."""
     text = str(text)
     if "\x1b[" not in text:
         return strip_terminal(text)
     pieces = re.split(f"({_SGR_RE})", text)
-    return "".join(piece if index % 2 else strip_terminal(piece)
+    last = len(pieces) - 1
+    return "".join(_shown_sgr(piece) if index % 2 else
+                   _text_between(piece, index == last)
                    for index, piece in enumerate(pieces))
+
+
+def _text_between(piece: str, last: bool) -> str:
+    """Text between colour sequences, cleaned: a CR at its end is a line
+    break, as in the whole text (``50%\\r`` then a colour, then ``60%``),
+    unless it ends the text (:func:`strip_terminal` drops that one)."""
+    body = piece.rstrip("\r")
+    if last or body == piece:
+        return strip_terminal(piece)
+    return strip_terminal(body) + "\n" * (len(piece) - len(body))
 
 
 # --- what reaches an agent ---------------------------------------------------

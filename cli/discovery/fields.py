@@ -45,6 +45,24 @@ def is_name(v: object) -> bool:
         set(v) <= _NAME_CHARS and v[0] not in "_-"
 
 
+_ENV_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                       "0123456789_")
+
+
+def _env_name(v: object) -> bool:
+    """A variable's name (``PY_COLORS``), never one of acor's own
+    (``ACOR_...``: the channels acor hands a tool are acor's alone)."""
+    return isinstance(v, str) and 0 < len(v) <= 64 and set(v) <= _ENV_CHARS \
+        and not v[0].isdigit() and not v.upper().startswith("ACOR_")
+
+
+def _color_env(v: object) -> bool:
+    """At most 8 variables, each a name and a short printable value."""
+    return isinstance(v, dict) and 0 < len(v) <= 8 and all(
+        _env_name(k) and isinstance(x, str) and len(x) <= 256 and
+        x.isprintable() for k, x in v.items())
+
+
 def _annotations(v: object) -> bool:
     return isinstance(v, dict) and all(
         isinstance(x, bool) or (k == "title" and isinstance(x, str))
@@ -100,6 +118,11 @@ WRAPPED_FIELDS: dict[str, Rule] = {
     "progress_pattern": (False, _text, "a regular expression string"),
     "errors": (False, lambda v: isinstance(v, dict),
                'an object like {"1": {"message": "...", "recovery": "..."}}'),
+    "color_env": (False, _color_env,
+                  'an object of 1-8 environment variables that ask the '
+                  'program for colour, like {"PY_COLORS": "1"}: names of '
+                  'letters, digits and "_" not starting with ACOR_, '
+                  'printable values of at most 256 characters'),
 }
 
 

@@ -134,7 +134,8 @@ def _wrapped(path: str, data: dict[str, Any], warnings: list[str],
         args_schema=data.get("args"), args_public=_public(data),
         stdin=data.get("stdin", False),
         examples=data.get("examples"), annotations=data.get("annotations"),
-        origin=origin, warm=False, sandbox=data.get("sandbox"))
+        origin=origin, warm=False, sandbox=data.get("sandbox"),
+        color_env=data.get("color_env"))
 
 
 def _check_pattern(pattern: str) -> None:

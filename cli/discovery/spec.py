@@ -37,7 +37,7 @@ class ToolSpec(Record):
              "progress_pattern", "errors", "cwd_mode", "warnings",
              "args_schema", "args_public", "stdin", "examples",
              "annotations", "origin", "warm", "max_output", "sandbox",
-             "output_schema", "task")
+             "output_schema", "task", "color_env")
 
     name: str
     version: Optional[str]
@@ -63,6 +63,9 @@ class ToolSpec(Record):
     sandbox: Optional[dict[str, Any]]
     output_schema: Optional[dict[str, Any]]
     task: Optional[str]        # "optional" or "required": an MCP task
+    # A wrapped program's variables asking it for colour, set only for a
+    # person's terminal that shows colour (cli.run.protocols).
+    color_env: Optional[dict[str, str]]
 
     @property
     def args_schema(self) -> Any:

@@ -263,6 +263,12 @@ class RichFormat(_Format):
         # dimmed, above the live line, before the final status.
         self._person = self.view if isinstance(self.view, PersonSink) \
             and sys.stderr.isatty() else None
+        # A person's terminal that shows colour: the runner asks a wrapped
+        # program for its colours (its manifest's color_env), which the
+        # view keeps as its styles (SGR only; see cli.textsafe).
+        console = self.view.console
+        self.shows_colour = isinstance(self.view, PersonSink) and \
+            console.color_system is not None and not console.no_color
 
     def emit(self, event: Event) -> None:
         self.view.emit(event)
@@ -342,6 +348,11 @@ class Coalescer:
     @property
     def max_data(self) -> Optional[int]:
         return getattr(self.sink, "max_data", None)
+
+    @property
+    def shows_colour(self) -> bool:
+        """Whether the sink shows a tool's colours (see RichFormat)."""
+        return getattr(self.sink, "shows_colour", False) is True
 
     def tick(self) -> None:
         if not self._held:

@@ -230,7 +230,10 @@ def _protocol(spec: ToolSpec, collector: Collector
               ) -> AcorProtocol | WrappedProtocol:
     if spec.kind == "wrapped":
         from acor.cli.run.protocols import WrappedProtocol
-        return WrappedProtocol(spec)
+        # A sink that shows a tool's colours (a person's terminal) says
+        # so; every other sink (an agent's, a pipe's, MCP's) gets none.
+        return WrappedProtocol(spec, colour=getattr(
+            collector.sink, "shows_colour", False) is True)
     from acor.cli.run.protocols import AcorProtocol
     # A budgeted sink summarises a large Output Data: it need not be
     # decoded (see cli.output.budget).

@@ -6,7 +6,9 @@
 - :class:`WrappedProtocol`: a plain program (a wrapper manifest with a
   ``command``); acor speaks ACOR for it: Ready, its stdout as Output, lines
   matching ``progress_pattern`` as Progress, and at exit Complete or the
-  manifest's ``errors`` entry for the exit code.
+  manifest's ``errors`` entry for the exit code. For a sink that shows a
+  tool's colours (a person's terminal) it is asked for them through its
+  manifest's ``color_env``.
 
 Both answer the same questions of the relay loop: what to add to the
 environment, which events start the run, what a block of complete lines
@@ -21,6 +23,7 @@ from acor import exitcodes, framing
 from acor.events import Error, Event, Output, Progress, Status
 
 from acor.cli.run.process import signal_name
+from acor.cli.textsafe import strip_terminal
 
 GROUP = 0.05              # seconds of a wrapped program's lines in one Output
 GROUP_BYTES = 64 * 1024   # or this many bytes
@@ -80,10 +83,13 @@ class AcorProtocol:
 
 
 class WrappedProtocol:
-    """A program that knows nothing of ACOR, described by its manifest."""
+    """A program that knows nothing of ACOR, described by its manifest.
+    ``colour``: the run's sink shows a tool's colours (a person's
+    terminal that shows colour), so the program is asked for them."""
 
-    def __init__(self, spec: ToolSpec) -> None:
+    def __init__(self, spec: ToolSpec, colour: bool = False) -> None:
         self.spec = spec
+        self.colour = colour
         pattern = spec.progress_pattern
         self.pattern: Optional[re.Pattern[str]] = None
         if pattern:
@@ -95,7 +101,14 @@ class WrappedProtocol:
         self._since: Optional[float] = None  # when the first came
 
     def env(self) -> dict[str, str]:
-        return {}
+        """The manifest's ``color_env`` when the run shows colour, but for
+        a variable acor's environment sets already (``PY_COLORS=0``: the
+        person said). Never otherwise: an agent's run, a pipe and MCP get
+        the program's output as it writes it for a pipe."""
+        if not self.colour or not self.spec.color_env:
+            return {}
+        return {name: value for name, value in self.spec.color_env.items()
+                if name not in os.environ}
 
     def pass_fds(self) -> tuple[int, ...]:
         return ()
@@ -116,11 +129,14 @@ class WrappedProtocol:
         import time
         events: list[Event] = []
         for line in block.split("\n"):
-            match = self.pattern.search(line) if self.pattern else None
+            # A program asked for colour colours its progress lines too:
+            # the pattern is matched against the text a person reads.
+            shown = strip_terminal(line) if self.colour else line
+            match = self.pattern.search(shown) if self.pattern else None
             if match:
                 events += self._flush()
                 events.append(Progress(_percent(match.group("percent")),
-                                       line.strip()))
+                                       shown.strip()))
             else:
                 self._pending.append(line)
                 self._size += len(line) + 1
