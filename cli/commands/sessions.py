@@ -316,11 +316,11 @@ def _table(listed: list[tuple[SessionSummary, _Run]]) -> None:
     from acor.cli.output.rich_view import person_console
     console = person_console()
     table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
+    # Short headers: at 60 columns the table fits without wrapping one.
     for header in ("TOOL", "SESSION", "STATE", "LAST CHECKPOINT", "SAVED",
-                   "CHECKPOINTS"):
+                   "COUNT"):
         table.add_column(header, overflow="fold",
-                         justify="right" if header == "CHECKPOINTS"
-                         else "left")
+                         justify="right" if header == "COUNT" else "left")
     for s, run in listed:
         table.add_row(printable(s.tool), printable(s.session),
                       _shown(run.state),
