@@ -316,8 +316,9 @@ def _table(listed: list[tuple[SessionSummary, _Run]]) -> None:
     from acor.cli.output.rich_view import person_console
     console = person_console()
     table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
-    # Short headers: at 60 columns the table fits without wrapping one.
-    for header in ("TOOL", "SESSION", "STATE", "LAST CHECKPOINT", "SAVED",
+    # Short headers: at 60 columns the table fits without wrapping one
+    # (CHECKPOINT: the last one saved, as SAVED says when).
+    for header in ("TOOL", "SESSION", "STATE", "CHECKPOINT", "SAVED",
                    "COUNT"):
         table.add_column(header, overflow="fold",
                          justify="right" if header == "COUNT" else "left")
