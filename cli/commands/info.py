@@ -129,9 +129,11 @@ def echo_problems(reg: Registry,
                 continue
             click.echo(f"  {quote(s.path)}: {counted(len(found), 'problem')}")
             for problem in found:
-                where = f"{printable(problem['field'])}: " \
-                    if problem["field"] else ""
-                click.echo(f"    {where}{printable(problem['reason'])}\n"
+                field, reason = problem["field"], problem["reason"]
+                # A field's path, unless the reason starts with it.
+                where = f"{printable(field)}: " if field and \
+                    not reason.startswith(field) else ""
+                click.echo(f"    {where}{printable(reason)}\n"
                            f"      fix:  {printable(problem['recovery'])}")
     if reg.shadowed:
         click.echo("\nShadowed tools (the first tools dir wins):")
