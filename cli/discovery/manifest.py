@@ -146,14 +146,18 @@ def manifest_problems(path: str) -> list[ManifestError]:
     """Every problem of the manifest at ``path`` (a tool folder, or a
     wrapper manifest), for ``acor doctor``: the one loading it stops at,
     and every other one a person would otherwise meet one fix at a time,
-    each naming its field. [] when there is no regular file to read
-    (discovery's own reason says why); one when it is not a JSON object.
+    each naming its field. [] when there is no regular file to read, or
+    only through a link (discovery's own reason says why); one when it is
+    not a JSON object.
     Loading a tool (:func:`tool_specs`) still stops at the first."""
     folder = os.path.isdir(path)
     manifest = os.path.join(path, "manifest.json") if folder else path
     try:
         st = os.stat(manifest)
-        if not stat.S_ISREG(st.st_mode):
+        # Never through a link: one may lead out of the project (discovery
+        # said so), to a file whose values a message would quote.
+        if not stat.S_ISREG(st.st_mode) or os.path.islink(path) or \
+                os.path.islink(manifest):
             return []
         raw = load(manifest, st)
     except OSError:
@@ -165,20 +169,29 @@ def manifest_problems(path: str) -> list[ManifestError]:
     problems = Problems(collect=True)
     _check_strings(raw, problems)
     values, _ = _check_fields(raw, fields, printable(manifest), problems)
-    try:
-        if fields is ACOR_FIELDS and "entry" in values:
-            program(os.path.realpath(path), values["entry"], "entry",
-                    Fingerprint(), python_ok=True, owner_check=False)
-        command = values.get("command") if fields is WRAPPED_FIELDS else None
-        if command and "/" in command[0] and not os.path.isabs(command[0]):
-            program(os.path.realpath(os.path.dirname(path)), command[0],
-                    "command[0]", Fingerprint(), owner_check=False)
-    except ManifestError as exc:
-        exc.field = "entry" if fields is ACOR_FIELDS else "command[0]"
-        problems.found.append(exc)
+    if fields is ACOR_FIELDS and "entry" in values:
+        _check_program(path, values["entry"], "entry", problems)
+    command = values.get("command") if fields is WRAPPED_FIELDS else None
+    if command and "/" in command[0] and not os.path.isabs(command[0]):
+        _check_program(os.path.dirname(path), command[0], "command[0]",
+                       problems)
     if fields is WRAPPED_FIELDS and "progress_pattern" in values:
         _check_pattern(values["progress_pattern"], problems)
     return problems.found
+
+
+def _check_program(folder: str, rel: str, field: str,
+                   problems: Problems) -> None:
+    """:func:`program`'s problem with ``rel`` (its owner aside: discovery
+    reports that), if it has one; a NUL in it is reported already."""
+    if "\0" in rel:
+        return
+    try:
+        program(os.path.realpath(folder), rel, field, Fingerprint(),
+                python_ok=field == "entry", owner_check=False)
+    except ManifestError as exc:
+        exc.field = field
+        problems.found.append(exc)
 
 
 def _click_specs(manifest: str, raw: dict[str, Any], folder_real: str,
