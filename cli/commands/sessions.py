@@ -1,8 +1,8 @@
 """``acor sessions``: list the saved sessions of every tool, or clear one.
 
-    $ acor sessions | cat
-    TOOL  SESSION  LAST CHECKPOINT  TIME                  COUNT  STATE   RESUME
-    etl   run-42   batch-7          2024-06-01T12:00:00Z  3      failed  acor…
+    $ acor sessions | cat       # then STATE, and RESUME: the command
+    TOOL  SESSION  LAST CHECKPOINT  TIME                  COUNT  STATE
+    etl   run-42   batch-7          2024-06-01T12:00:00Z  3      failed
     $ acor sessions --json          # {"state_dir": ..., "sessions": [...]}
     $ acor sessions --clear run-42 --tool csv-profile
     $ acor sessions --clear-output  # the whole-output files of past runs

@@ -167,6 +167,19 @@ def test_a_run_killed_with_sigkill_is_interrupted_never_running(proj):
                                          "--mode", "hang"]
 
 
+def test_a_timed_out_run_resumes_with_the_time_acor_offers(proj):
+    """acor's own timeout: the command is the one its error gave, the same
+    run with more time."""
+    result = acor(proj, "--timeout", "3", "etl", "--session", "s1",
+                  "--mode", "hang")
+    assert result.returncode == 124, result.stdout + result.stderr
+    session = listed(proj)["s1"]
+    assert session["state"] == "timeout"
+    argv = session["resume"]["argv"]
+    assert argv[:2] == ["acor", "--timeout"] and float(argv[2]) > 3
+    assert argv[3:] == ["etl", "--session", "s1", "--mode", "hang"]
+
+
 def test_piped_output_adds_state_and_resume_to_each_row(proj):
     assert acor(proj, "etl", "--session", "s1", "--mode",
                 "fail").returncode == 1
