@@ -146,15 +146,14 @@ def test_a_run_killed_with_sigkill_is_interrupted_never_running(proj):
         [ACOR_SCRIPT, "etl", "--session", "s1", "--mode", "hang"],
         cwd=proj.root, env=proj.env, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE)
-    tools = []
     try:
         deadline = time.monotonic() + 60
         while (listed(proj).get("s1") or {}).get("state") != "running":
             assert proc.poll() is None and time.monotonic() < deadline
             time.sleep(0.05)
         assert listed(proj)["s1"]["resume"] is None
-        tools = children(proc.pid, "etl.py")
     finally:
+        tools = children(proc.pid, "etl.py")
         proc.kill()  # SIGKILL: acor records no end
         proc.wait(timeout=30)
         for tool in tools:  # the tool leads a process group of its own
