@@ -10,6 +10,8 @@ send a control sequence to the terminal.
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from acor import exitcodes
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from acor.cli.discovery.config import Config
-    from acor.cli.discovery.registry import Registry
+    from acor.cli.discovery.registry import Registry, Skipped
     from acor.cli.discovery.spec import ToolSpec
 
 
@@ -111,12 +113,28 @@ def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
                    "see why with `acor list --all`.")
 
 
-def echo_problems(reg: Registry) -> None:
+def echo_problems(reg: Registry,
+                  every: list[list[dict[str, Any]]] | None = None) -> None:
+    """The skipped and shadowed manifests; ``every``: each skipped one's
+    problems (:func:`skipped_problems`), where only its first is known
+    otherwise."""
     if reg.skipped:
         click.echo("\nSkipped manifests:")
-        for s in reg.skipped:
-            click.echo(f"  {quote(s.path)}\n    why:  {printable(s.reason)}"
-                       f"\n    fix:  {printable(s.recovery)}")
+        for i, s in enumerate(reg.skipped):
+            found = every[i] if every is not None else []
+            if len(found) < 2:
+                click.echo(f"  {quote(s.path)}\n    why:  "
+                           f"{printable(s.reason)}\n    fix:  "
+                           f"{printable(s.recovery)}")
+                continue
+            click.echo(f"  {quote(s.path)}: {counted(len(found), 'problem')}")
+            for problem in found:
+                field, reason = problem["field"], problem["reason"]
+                # A field's path, unless the reason starts with it.
+                where = f"{printable(field)}: " if field and \
+                    not reason.startswith(field) else ""
+                click.echo(f"    {where}{printable(reason)}\n"
+                           f"      fix:  {printable(problem['recovery'])}")
     if reg.shadowed:
         click.echo("\nShadowed tools (the first tools dir wins):")
         for hidden in reg.shadowed:
@@ -147,6 +165,25 @@ def _tools_table(tools: list[ToolSpec]) -> None:
     person_console().print(table)
 
 
+def skipped_problems(skipped: Skipped) -> list[dict[str, Any]]:
+    """Every problem of a skipped manifest, each with its field and its
+    fix: the one discovery stopped at and, for a manifest acor can read
+    (:func:`acor.cli.discovery.manifest.manifest_problems`), every other
+    one, so that a person fixes them in one go."""
+    # The manifest checkers: a warm `acor list` or `show` never loads them.
+    from acor.cli.discovery.manifest import ManifestError, manifest_problems
+    readable = skipped.name is not None and (
+        skipped.path.endswith(".json") or os.path.isdir(skipped.path))
+    found = manifest_problems(skipped.path) if readable else []
+    # Loading stops at the first problem (the args schema's, all in one):
+    # it is among these, unless it is not the manifest's own (its owner,
+    # acor.lock).
+    if not any(p.reason in skipped.reason for p in found):
+        found.insert(0, ManifestError(skipped.reason, skipped.recovery))
+    return [{"field": p.field, "reason": p.reason, "recovery": p.recovery}
+            for p in found]
+
+
 def doctor_report(reg: Registry) -> dict[str, Any]:
     """Every fact and problem ``acor doctor`` shows."""
     config = reg.config
@@ -164,7 +201,8 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
             "trusted": trusted_paths(),
             "sandbox": _kernel_sandbox(reg.config),
             "warnings": warnings,
-            "skipped": [s.to_dict() for s in reg.skipped],
+            "skipped": [{**s.to_dict(), "problems": skipped_problems(s)}
+                        for s in reg.skipped],
             "shadowed": [{"name": s.name, "winner": s.winner_path,
                           "loser": s.loser_path, "override": s.override}
                          for s in reg.shadowed]}
@@ -189,7 +227,8 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
     how to fix it. Exits 1 when there is any problem or warning."""
     reg = command_registry(ctx)
     data = doctor_report(reg)
-    problems = len(data["warnings"]) + len(data["skipped"]) + \
+    every = [s["problems"] for s in data["skipped"]]
+    problems = len(data["warnings"]) + sum(map(len, every)) + \
         len([s for s in reg.shadowed if not s.override])
     if wants_json(ctx, as_json):
         data["problems"] = problems
@@ -215,7 +254,7 @@ def doctor(ctx: click.Context, as_json: bool) -> None:
         for warning in data["warnings"]:
             click.echo(f"warning:    {printable(warning)}")
         click.echo(f"tools:      {data['tools']} found")
-        echo_problems(reg)
+        echo_problems(reg, every)
         click.echo(f"\n{counted(problems, 'problem')} found." if problems
                    else "\nNo problems found.")
     ctx.exit(exitcodes.FAILED if problems else exitcodes.OK)

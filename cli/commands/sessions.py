@@ -1,8 +1,8 @@
 """``acor sessions``: list the saved sessions of every tool, or clear one.
 
-    $ acor sessions
-    TOOL         SESSION  LAST CHECKPOINT  TIME                  COUNT
-    csv-profile  run-42   batch-7          2024-06-01T12:00:00Z  3
+    $ acor sessions | cat       # then STATE, and RESUME: the command
+    TOOL  SESSION  LAST CHECKPOINT  TIME                  COUNT  STATE
+    etl   run-42   batch-7          2024-06-01T12:00:00Z  3      failed
     $ acor sessions --json          # {"state_dir": ..., "sessions": [...]}
     $ acor sessions --clear run-42 --tool csv-profile
     $ acor sessions --clear-output  # the whole-output files of past runs
@@ -14,12 +14,20 @@ ambiguous session) are reported in ACOR form with exit code 2. A session
 file that is not one (a symbolic link, a FIFO, a device, over 16 MiB, not
 JSON) is listed as an error row, never followed or read whole; every path
 printed has its control characters made visible.
+
+Each session's state and the command that resumes it come from the record
+the launcher keeps of its last run (:mod:`acor.cli.run.session_record`):
+``running`` only while the process that ran it lives, ``interrupted`` when
+it died without recording an end; none (``-``, ``null``) for a session no
+acor run recorded. At a terminal the table is as wide as the terminal,
+and the resume commands follow it, wrapped between words.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 from datetime import datetime, timezone
 
 import click
@@ -40,11 +48,12 @@ from acor.cli.errors import LauncherError
 from acor.cli.output.person import at_terminal
 from acor.cli.output.person import report_error as report
 from acor.cli.output.spill import clear_outputs, output_dir
+from acor.cli.run import session_record
 from acor.cli.textsafe import printable
 
 TYPE_CHECKING = False  # typing costs every command ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import NoReturn, Optional
+    from typing import Any, NoReturn, Optional
 
     from acor.sessions import SessionSummary
 
@@ -113,7 +122,9 @@ def sessions(ctx: click.Context, as_json: bool, clear_id: Optional[str],
     if clear_id is not None:
         _clear_session(ctx, fmt, state_dir, clear_id, tool, as_json)
     elif not clear_output:
-        _list(state_dir, tool, as_json)
+        registry = obj.get("registry")
+        _list(state_dir, tool, as_json, getattr(
+            getattr(registry, "config", None), "path", None))
 
 
 def _check_names(ctx: click.Context, fmt: Optional[str],
@@ -168,6 +179,7 @@ def _clear_session(ctx: click.Context, fmt: Optional[str], state_dir: str,
         _fail(ctx, fmt, f"No session '{clear_id}'{where}",
               "E_UNKNOWN_SESSION", _LIST_HINT,
               f"state dir: {printable(state_dir)}")
+    session_record.clear(state_dir, store.tool, clear_id)
     path = store.path(clear_id)
     if as_json:
         click.echo(json.dumps({"cleared": {"tool": store.tool,
@@ -194,58 +206,152 @@ def _cleared(ctx: click.Context, fmt: Optional[str], store: SessionStore,
     return False
 
 
-def _list(state_dir: str, tool: Optional[str], as_json: bool) -> None:
+class _Run:
+    """What a session's record (:mod:`cli.run.session_record`) says of
+    its last run, as this listing shows it: its state (None: nothing
+    recorded) and the command that resumes it, which runs from ``cwd``."""
+
+    def __init__(self, state: Optional[str], argv: Optional[list[str]],
+                 cwd: Optional[str]) -> None:
+        self.state, self.argv, self.cwd = state, argv, cwd
+
+    @property
+    def words(self) -> list[str]:
+        """The resume command as shell words, with ``cd DIR &&`` first
+        when it runs from another directory than this listing's."""
+        if self.argv is None:
+            return []
+        words = [shlex.quote(word) for word in self.argv]
+        if self.cwd is not None and self.cwd != os.getcwd():
+            words = ["cd", shlex.quote(self.cwd), "&&", *words]
+        return words
+
+    @property
+    def command(self) -> Optional[str]:
+        return " ".join(self.words) if self.argv is not None else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"state": self.state, "resume": None if self.argv is None
+                else {"argv": self.argv, "cwd": self.cwd,
+                      "command": self.command}}
+
+
+def _run_of(state_dir: str, summary: SessionSummary,
+            config_path: Optional[str]) -> _Run:
+    """The recorded state of ``summary``'s session and its resume
+    command: none while it runs (or may, on another host), nor after it
+    completed. ``config_path``: this listing's config; a run that read
+    another one resumes with ``--config`` naming it."""
+    record = session_record.read(state_dir, summary.tool, summary.session) \
+        if summary.session else None
+    if record is None:
+        return _Run(None, None, None)
+    state = session_record.state_of(record)
+    argv = record["resume"] if state not in ("running", "unknown") else None
+    if argv is not None and record["config"] and \
+            record["config"] != config_path and not any(
+                word == "--config" or word.startswith("--config=")
+                for word in argv[:argv.index(summary.tool)]):
+        argv = [argv[0], "--config", record["config"], *argv[1:]]
+    return _Run(state, argv, record["cwd"])
+
+
+def _list(state_dir: str, tool: Optional[str], as_json: bool,
+          config_path: Optional[str]) -> None:
     found = list_sessions(state_dir, tool)
+    runs = [_run_of(state_dir, s, config_path) for s in found]
     if as_json:
-        click.echo(json.dumps({"state_dir": state_dir, "sessions":
-                               [s._asdict() for s in found]}, indent=2))
+        click.echo(json.dumps({"state_dir": state_dir, "sessions": [
+            {**s._asdict(), **run.to_dict()}
+            for s, run in zip(found, runs, strict=True)]}, indent=2))
         return
     if not found:
         click.echo(f"No sessions in {printable(state_dir)}.")
         return
+    listed = [(s, run) for s, run in zip(found, runs, strict=True)
+              if not s.error]
     if at_terminal():
-        _table(found)
+        _table(listed)
     else:
-        _plain_rows(found)
+        _plain_rows(listed)
     for s in found:
         if s.error:
             where = s.tool if s.session is None else f"{s.tool}/{s.session}"
             click.echo(f"\n{where}: {printable(s.error)}")
 
 
-def _plain_rows(found: list[SessionSummary]) -> None:
+def _plain_rows(listed: list[tuple[SessionSummary, _Run]]) -> None:
     # A checkpoint id and time come from the file: a repository can commit
     # one holding escape sequences.
-    rows = [("TOOL", "SESSION", "LAST CHECKPOINT", "TIME", "COUNT")] + [
+    rows = [("TOOL", "SESSION", "LAST CHECKPOINT", "TIME", "COUNT", "STATE",
+             "RESUME")] + [
         (s.tool, s.session, printable(s.checkpoint or "-"),
-         printable(s.time or "-"), str(s.checkpoints))
-        for s in found if not s.error]
-    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+         printable(s.time or "-"), str(s.checkpoints), run.state or "-",
+         printable(run.command or "-"))
+        for s, run in listed]
+    widths = [max(len(row[i]) for row in rows) for i in range(6)]
     for row in rows:
         click.echo("  ".join(c.ljust(w) for c, w in zip(row, widths,
                                                         strict=False))
-                   + "  " + row[4])
+                   + "  " + row[6])
 
 
-def _table(found: list[SessionSummary]) -> None:
+# How a person reads a state (the others read as they are written).
+_SHOWN = {"input_needed": "needs input", "timeout": "timed out"}
+
+
+def _shown(state: Optional[str]) -> str:
+    return "-" if state is None else _SHOWN.get(state, state)
+
+
+def _table(listed: list[tuple[SessionSummary, _Run]]) -> None:
     """The sessions as a person at a terminal reads them: a table as wide
-    as the terminal, each checkpoint's time as how long ago it was."""
+    as the terminal, each checkpoint's time as how long ago it was and
+    each run's state; then the command that resumes each session that
+    has one, wrapped between words (a line that goes on ends with a
+    backslash, so the lines pasted together are the one command)."""
     # rich costs ~30 ms: only a person at a terminal waits for it.
     from rich.table import Table
 
     from acor.cli.output.rich_view import person_console
+    console = person_console()
     table = Table(box=None, pad_edge=False, header_style="bold", expand=True)
-    for header in ("TOOL", "SESSION", "LAST CHECKPOINT", "SAVED",
-                   "CHECKPOINTS"):
+    # Short headers: at 60 columns the table fits without wrapping one
+    # (CHECKPOINT: the last one saved, as SAVED says when).
+    for header in ("TOOL", "SESSION", "STATE", "CHECKPOINT", "SAVED",
+                   "COUNT"):
         table.add_column(header, overflow="fold",
-                         justify="right" if header == "CHECKPOINTS"
-                         else "left")
-    for s in found:
-        if not s.error:
-            table.add_row(printable(s.tool), printable(s.session),
-                          printable(s.checkpoint or "-"), _ago(s.time),
-                          str(s.checkpoints))
-    person_console().print(table, markup=False, highlight=False)
+                         justify="right" if header == "COUNT" else "left")
+    for s, run in listed:
+        table.add_row(printable(s.tool), printable(s.session),
+                      _shown(run.state),
+                      printable(s.checkpoint or "-"), _ago(s.time),
+                      str(s.checkpoints))
+    console.print(table, markup=False, highlight=False)
+    resumable = [(s, run) for s, run in listed if run.argv is not None]
+    if resumable:
+        console.print("\nTo resume:", markup=False, highlight=False)
+    for s, run in resumable:
+        lines = [f"  {printable(s.tool)} {printable(s.session)} "
+                 f"({_shown(run.state)}):"]
+        lines += _wrapped([printable(word) for word in run.words],
+                          console.width, indent=4)
+        console.print("\n".join(lines), markup=False, highlight=False,
+                      soft_wrap=True)
+
+
+def _wrapped(words: list[str], width: int, indent: int) -> list[str]:
+    """``words`` as lines of at most ``width`` columns, broken between
+    words only, each line that goes on ending with `` \\`` (a word
+    longer than a line stands alone on its line)."""
+    lines, line = [], " " * indent + words[0]
+    for word in words[1:]:
+        if len(line) + 1 + len(word) + 2 <= width:
+            line += " " + word
+        else:
+            lines.append(line + " \\")
+            line = " " * (indent + 2) + word
+    return lines + [line]
 
 
 def _ago(stamp: Optional[str]) -> str:

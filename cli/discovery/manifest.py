@@ -39,6 +39,9 @@ from acor.cli.discovery.cache import Fingerprint
 from acor.cli.discovery.clicktools import ClickError, click_specs
 from acor.cli.discovery.fields import (ACOR_FIELDS, CLICK_FIELDS,
                                        WRAPPED_FIELDS, is_name)
+from acor.cli.discovery.problems import ManifestError as ManifestError
+from acor.cli.discovery.problems import Problems, field_path, json_type
+from acor.cli.discovery.problems import unprintable as unprintable
 from acor.cli.discovery.spec import ToolSpec
 from acor.cli.textsafe import printable, quote
 
@@ -48,18 +51,6 @@ MAX_MANIFEST_BYTES = 256 * 1024
 MAX_STRING = 4096
 DEFAULT_VERSION = "1.0.0"
 _ERROR_CODE = re.compile(r"[A-Z][A-Z0-9_]{0,63}\Z")
-
-
-class ManifestError(Exception):
-    """This manifest is skipped: ``reason`` and ``recovery``; ``name`` is
-    the name it claims, when that much could be read."""
-
-    def __init__(self, reason: str, recovery: str,
-                 name: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.recovery = recovery
-        self.name = name
 
 
 def tool_specs(manifest: str, st: os.stat_result, folder: str | None,
@@ -138,15 +129,70 @@ def _wrapped(path: str, data: dict[str, Any], warnings: list[str],
         color_env=data.get("color_env"))
 
 
-def _check_pattern(pattern: str) -> None:
+def _check_pattern(pattern: str, problems: Problems | None = None) -> None:
+    problems = problems or Problems()
     try:
         groups = re.compile(pattern).groupindex
     except (re.error, RecursionError, OverflowError) as exc:
-        raise ManifestError(f"'progress_pattern' is not a valid regular "
-                            f"expression: {exc}", _PATTERN_FIX) from None
+        problems.add(f"'progress_pattern' is not a valid regular "
+                     f"expression: {exc}", _PATTERN_FIX, "progress_pattern")
+        return
     if "percent" not in groups:
-        raise ManifestError("'progress_pattern' has no named group "
-                            "'percent' for the number", _PATTERN_FIX)
+        problems.add("'progress_pattern' has no named group "
+                     "'percent' for the number", _PATTERN_FIX,
+                     "progress_pattern")
+
+
+def manifest_problems(path: str) -> list[ManifestError]:
+    """Every problem of the manifest at ``path`` (a tool folder, or a
+    wrapper manifest), for ``acor doctor``: the one loading it stops at,
+    and every other one a person would otherwise meet one fix at a time,
+    each naming its field. [] when there is no regular file to read, or
+    only through a link (discovery's own reason says why); one when it is
+    not a JSON object.
+    Loading a tool (:func:`tool_specs`) still stops at the first."""
+    folder = os.path.isdir(path)
+    manifest = os.path.join(path, "manifest.json") if folder else path
+    try:
+        st = os.stat(manifest)
+        # Never through a link: one may lead out of the project (discovery
+        # said so), to a file whose values a message would quote.
+        if not stat.S_ISREG(st.st_mode) or os.path.islink(path) or \
+                os.path.islink(manifest):
+            return []
+        raw = load(manifest, st)
+    except OSError:
+        return []
+    except ManifestError as exc:
+        return [exc]
+    fields = CLICK_FIELDS if "click" in raw else \
+        ACOR_FIELDS if folder else WRAPPED_FIELDS
+    problems = Problems(collect=True)
+    _check_strings(raw, problems)
+    values, _ = _check_fields(raw, fields, printable(manifest), problems)
+    if fields is ACOR_FIELDS and "entry" in values:
+        _check_program(path, values["entry"], "entry", problems)
+    command = values.get("command") if fields is WRAPPED_FIELDS else None
+    if command and "/" in command[0] and not os.path.isabs(command[0]):
+        _check_program(os.path.dirname(path), command[0], "command[0]",
+                       problems)
+    if fields is WRAPPED_FIELDS and "progress_pattern" in values:
+        _check_pattern(values["progress_pattern"], problems)
+    return problems.found
+
+
+def _check_program(folder: str, rel: str, field: str,
+                   problems: Problems) -> None:
+    """:func:`program`'s problem with ``rel`` (its owner aside: discovery
+    reports that), if it has one; a NUL in it is reported already."""
+    if "\0" in rel:
+        return
+    try:
+        program(os.path.realpath(folder), rel, field, Fingerprint(),
+                python_ok=field == "entry", owner_check=False)
+    except ManifestError as exc:
+        exc.field = field
+        problems.found.append(exc)
 
 
 def _click_specs(manifest: str, raw: dict[str, Any], folder_real: str,
@@ -318,48 +364,64 @@ def _no_constant(name: str) -> Any:
     raise ManifestError(f"{name} is not valid JSON", "Use a finite number.")
 
 
-def _check_strings(data: object) -> None:
+def _check_strings(data: object, problems: Problems | None = None) -> None:
     """Refuse any string over MAX_STRING characters, or holding a NUL
     (no path or argv can contain one), keys included."""
-    stack = [data]
+    problems = problems or Problems()
+    stack: list[tuple[str | None, object]] = [(None, data)]
     while stack:
-        value = stack.pop()
+        where, value = stack.pop()
         if isinstance(value, dict):
-            stack.extend(value)
-            stack.extend(value.values())
+            stack.extend((where, key) for key in value)
+            stack.extend((field_path(where, key), item)
+                         for key, item in value.items())
         elif isinstance(value, list):
-            stack.extend(value)
+            stack.extend((f"{where}[{i}]", item)
+                         for i, item in enumerate(value))
         elif isinstance(value, str) and len(value) > MAX_STRING:
-            raise ManifestError(
+            problems.add(
                 f"a string of {len(value)} characters (starting "
                 f"{quote(value[:30])}) is over the {MAX_STRING} limit",
                 "Shorten it: a manifest describes a tool, documentation "
-                "belongs elsewhere.")
+                "belongs elsewhere.", where)
         elif isinstance(value, str) and "\0" in value:
-            raise ManifestError(f"the string {quote(value[:30])} "
-                                "contains a NUL character", "Remove it: no "
-                                "path or argument can hold one.")
+            problems.add(f"the string {quote(value[:30])} "
+                         "contains a NUL character", "Remove it: no "
+                         "path or argument can hold one.", where)
 
 
-def _check_fields(data: dict[str, Any], fields: Fields,
-                  path: str) -> tuple[dict[str, Any], list[str]]:
+def _check_fields(data: dict[str, Any], fields: Fields, path: str,
+                  problems: Problems | None = None
+                  ) -> tuple[dict[str, Any], list[str]]:
+    problems = problems or Problems()
     warnings = _unknown_fields(data, fields, path)
-    values = _known_values(data, fields, path)
-    _check_text_fields(values, path)
-    _check_served(values, path)
+    values = _known_values(data, fields, path, problems)
+    _check_text_fields(values, path, problems)
+    _check_served(values, path, problems)
     if "name" in values:
-        _check_name(values["name"], path)
+        _check_name(values["name"], path, problems)
     if "errors" in values:
-        values["errors"] = _errors(values["errors"], warnings)
+        values["errors"] = _errors(values["errors"], warnings, problems)
     if "args" in values:
-        # The library's rules, the ones the tool's parse_args applies.
-        problems = schema_problems(values["args"])
-        if problems:
-            raise ManifestError(f"field 'args' is not a valid argument "
-                                f"schema: {'; '.join(problems)}",
-                                "Fix it in " + path + "; `acor schema "
-                                "manifest` prints the rules.")
+        _check_args(values["args"], path, problems)
     return values, warnings
+
+
+_PROBLEM_PATH = re.compile(r"args[^\s:]*")
+
+
+def _check_args(args: object, path: str, problems: Problems) -> None:
+    """The library's rules, the ones the tool's parse_args applies: one
+    problem naming them all when loading, each on its own for doctor."""
+    found = schema_problems(args)
+    fix = ("Fix it in " + path + "; `acor schema manifest` prints the "
+           "rules.")
+    if found and not problems.collect:
+        problems.add(f"field 'args' is not a valid argument schema: "
+                     f"{'; '.join(found)}", fix, "args")
+    for problem in found:
+        where = _PROBLEM_PATH.match(problem)
+        problems.add(problem, fix, where.group() if where else "args")
 
 
 def _unknown_fields(data: dict[str, Any], fields: Fields,
@@ -375,29 +437,31 @@ def _unknown_fields(data: dict[str, Any], fields: Fields,
     return warnings
 
 
-def _known_values(data: dict[str, Any], fields: Fields,
-                  path: str) -> dict[str, Any]:
-    """The fields ``fields`` knows, each as it must be; the required ones
-    present."""
+def _known_values(data: dict[str, Any], fields: Fields, path: str,
+                  problems: Problems) -> dict[str, Any]:
+    """The fields ``fields`` knows, each as it must be (one that is not
+    is left out); the required ones present."""
     missing = [key for key, (required, _, _) in fields.items()
                if required and key not in data]
     if missing:
-        raise ManifestError("missing required field(s): " + ", ".join(
+        problems.add("missing required field(s): " + ", ".join(
             missing), f"Add them to {path}; `acor new NAME` writes a "
-            "complete example.")
+            "complete example.", ", ".join(missing))
     values = {}
     for key, (required, valid, expected) in fields.items():
-        if data.get(key) is None and not required:
-            continue  # absent, or null: the default
+        if key not in data or data[key] is None and not required:
+            continue  # absent (reported above if required), or null
         if not valid(data[key]):
-            raise ManifestError(f"field {key!r} must be {expected}, not "
-                                f"{json_type(data[key])}",
-                                f"Fix {key!r} in {path}.")
+            problems.add(f"field {key!r} must be {expected}, not "
+                         f"{json_type(data[key])}",
+                         f"Fix {key!r} in {path}.", key)
+            continue
         values[key] = data[key]
     return values
 
 
-def _check_text_fields(values: dict[str, Any], path: str) -> None:
+def _check_text_fields(values: dict[str, Any], path: str,
+                       problems: Problems) -> None:
     for key, allowed in (("version", "\t"), ("description", "\t"),
                          ("usage", "\t\n")):
         bad = unprintable(values.get(key, ""), allowed)
@@ -405,29 +469,34 @@ def _check_text_fields(values: dict[str, Any], path: str) -> None:
             # acor list, show and help print these as they are: no line
             # break (but in usage) can start a line that reads as a
             # heading, no escape sequence can repaint the terminal.
-            raise ManifestError(
+            problems.add(
                 f"field {key!r} contains {bad!r}, a control character" +
                 ("" if key == "usage" else " or line break"),
-                f"Remove it from {key!r} in {path}.")
+                f"Remove it from {key!r} in {path}.", key)
 
 
-def _check_served(values: dict[str, Any], path: str) -> None:
+def _check_served(values: dict[str, Any], path: str,
+                  problems: Problems | None = None) -> None:
+    problems = problems or Problems()
     for where, text in _served_strings(values):
         bad = unprintable(text, "\t")
         if bad is not None:
             # Served as they are in MCP's tools/list, and printed in help
             # and `acor show`: the same rule as the description.
-            raise ManifestError(
+            problems.add(
                 f"{where} contains {bad!r}, a control character or line "
                 f"break", f"Remove it from {where} in {path}: acor serves it "
-                "to MCP clients and prints it in help.")
+                "to MCP clients and prints it in help.",
+                where.removesuffix(" key"))
 
 
-def _check_name(name: str, path: str) -> None:
+def _check_name(name: str, path: str,
+                problems: Problems | None = None) -> None:
     if name in BUILTIN_COMMANDS:
-        raise ManifestError(f"the name {name!r} is an acor built-in command,"
-                            f" so `acor {name}` could never run this tool",
-                            f"Rename the tool in {path}.")
+        (problems or Problems()).add(
+            f"the name {name!r} is an acor built-in command, so "
+            f"`acor {name}` could never run this tool",
+            f"Rename the tool in {path}.", "name")
 
 
 def _served_strings(values: dict[str, Any]) -> Iterator[tuple[str, str]]:
@@ -458,19 +527,22 @@ def _served_strings(values: dict[str, Any]) -> Iterator[tuple[str, str]]:
 _ERROR_FIELDS = ("message", "recovery", "code", "next")
 
 
-def _errors(value: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
+def _errors(value: dict[str, Any], warnings: list[str],
+            problems: Problems) -> dict[str, Any]:
     """{"<exit code>": {"message", "recovery"[, "code", "next"]}}, keys
     normalised ("01" -> "1") to match ``str(returncode)`` at run time."""
     result = {}
     for key, entry in value.items():
         digits = key[1:] if key.startswith("-") else key
         if not (digits.isascii() and digits.isdigit()):
-            raise ManifestError(f"errors key {quote(key)} is not an "
-                                "exit code", 'Key each entry by the exit '
-                                'code as a string, e.g. "1" (or "-9" for a '
-                                'signal).')
+            problems.add(f"errors key {quote(key)} is not an exit code",
+                         'Key each entry by the exit code as a string, '
+                         'e.g. "1" (or "-9" for a signal).',
+                         field_path("errors", key))
+            continue
         entry = entry if isinstance(entry, dict) else {}
-        _check_error_entry(key, entry)
+        if not _check_error_entry(key, entry, problems):
+            continue
         extra = sorted(set(entry) - set(_ERROR_FIELDS))
         if extra:
             warnings.append(f"errors[{key!r}]: unknown field(s) "
@@ -481,54 +553,35 @@ def _errors(value: dict[str, Any], warnings: list[str]) -> dict[str, Any]:
     return result
 
 
-def _check_error_entry(key: str, entry: dict[str, Any]) -> None:
+def _check_error_entry(key: str, entry: dict[str, Any],
+                       problems: Problems) -> bool:
     """One entry of ``errors``: its fields strings, its code a code, its
-    texts printable on one line."""
+    texts printable on one line. Whether it is one."""
+    where = field_path("errors", key)
     bad = [k for k in ("message", "recovery")
            if not isinstance(entry.get(k), str)]
     bad += [k for k in ("code", "next")
             if not isinstance(entry.get(k, ""), str)]
     if bad:
-        raise ManifestError(f"errors[{key!r}] needs string field(s) "
-                            f"{', '.join(bad)}", 'Write e.g. "1": '
-                            '{"message": "Tests failed", "recovery": '
-                            '"Fix them, rerun."}.')
+        problems.add(f"errors[{key!r}] needs string field(s) "
+                     f"{', '.join(bad)}", 'Write e.g. "1": '
+                     '{"message": "Tests failed", "recovery": '
+                     '"Fix them, rerun."}.', where)
+        return False
+    ok = True
     code = entry.get("code")
     if code is not None and not _ERROR_CODE.match(code):
-        raise ManifestError(f"errors[{key!r}].code {quote(code)} is "
-                            "not an error code", "Use capital letters, "
-                            "digits and '_', starting with a letter, "
-                            'e.g. "E_TESTS_FAILED".')
+        problems.add(f"errors[{key!r}].code {quote(code)} is "
+                     "not an error code", "Use capital letters, "
+                     "digits and '_', starting with a letter, "
+                     'e.g. "E_TESTS_FAILED".', f"{where}.code")
+        ok = False
     for field in ("message", "recovery", "next"):
         bad_char = unprintable(entry.get(field, ""), "\t")
         if bad_char is not None:
-            raise ManifestError(f"errors[{key!r}].{field} contains "
-                                f"{bad_char!r}, a control character or "
-                                "line break", f"Remove it from "
-                                f"errors[{key!r}].{field}.")
-
-
-def unprintable(text: str, allowed: str = "") -> str | None:
-    """The first character of ``text`` that is not printable text (a
-    control character, a line or paragraph separator, a bidi override...)
-    and not in ``allowed``; None if there is none."""
-    if text.isprintable():
-        return None
-    return next((c for c in text if not c.isprintable() and
-                 c not in allowed), None)
-
-
-def json_type(value: object) -> str:
-    """How a JSON value reads in a message."""
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {quote(value[:40])}"
-    if isinstance(value, list):
-        odd = next((i for i, x in enumerate(value)
-                    if not isinstance(x, str)), None)
-        return "an empty array" if not value else "an array" if odd is None \
-            else f"an array with {json_type(value[odd])} at index {odd}"
-    return "an object" if isinstance(value, dict) else "null"
+            problems.add(f"errors[{key!r}].{field} contains "
+                         f"{bad_char!r}, a control character or "
+                         "line break", f"Remove it from "
+                         f"errors[{key!r}].{field}.", f"{where}.{field}")
+            ok = False
+    return ok

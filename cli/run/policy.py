@@ -53,6 +53,9 @@ class RunPolicy:
         self.timeout = request.timeout
         self.idle_timeout = request.idle_timeout
         self.run_dir = request.run_dir
+        # Where the command was run from: a session's record says where
+        # its resume command runs (cli.run.session_record).
+        self.cwd = os.path.abspath(request.cwd or os.getcwd())
         self.state: Optional[RunState] = None  # the run's progress, session
         self.started = time.monotonic()
 

@@ -175,6 +175,7 @@ class Collector:
             self.data = event.data
         elif isinstance(event, Session):
             self.session = event.id
+            self._record(event.id, None, None)
         elif isinstance(event, Progress):
             import time  # already loaded: the relay's
             self.progress = (event.percent, time.monotonic())
@@ -199,6 +200,27 @@ class Collector:
                 f"{shlex.join(resume)}")
         return Status(status.state, f"{status.message}\n{note}"
                       if status.message else note)
+
+    def _record(self, session: str, state: Optional[str],
+                resume: Optional[list[str]]) -> None:
+        """The session's record (:mod:`cli.run.session_record`): running
+        when the run binds it (``state`` None), its ending at the end. Only
+        for a tool that keeps sessions where acor tells it
+        (``ACOR_STATE_DIR``: see :class:`RunPolicy`)."""
+        policy = self.policy
+        if policy is None or policy.config is None or \
+                policy.spec.kind != "acor":
+            return
+        # json and the session module: only runs that bind a session pay.
+        from acor.cli.run import session_record
+        config = policy.config
+        if state is None:
+            session_record.started(config.state_dir, policy.spec.name,
+                                   session, policy.cwd, config.path,
+                                   policy.same_command())
+        else:
+            session_record.ended(config.state_dir, policy.spec.name,
+                                 session, state, resume)
 
     def _input_needed(self, event: InputNeeded) -> InputNeeded:
         """Remember the question. One only a person may answer (the tool
@@ -276,6 +298,9 @@ class Collector:
             argv=self.argv, session=self.session, next=next_argv,
             fields=self.fields, audience=self.audience)
         result.message, result.asked_next = self.message, self.asked_next
+        if self.session is not None and policy is not None:
+            self._record(self.session, state, _resume_command(
+                policy, state, next_argv))
         result.args_schema = getattr(getattr(policy, "spec", None),
                                      "args_schema", None) or None
         finish = getattr(self.sink, "result", None)
@@ -294,6 +319,22 @@ def _next_command(policy: RunPolicy, state: str, session: Optional[str],
     if session and state in ("failed", "cancelled", "timeout"):
         return policy.same_command()
     return None
+
+
+def _resume_command(policy: RunPolicy, state: str,
+                    next_argv: Optional[list[str]]) -> Optional[list[str]]:
+    """What continues a session run that ended in ``state``: nothing
+    after a complete run; the command a person runs at a terminal to be
+    asked after Input Needed; after acor's own timeout, its ``next`` (the
+    same command with more time); else the same command, which resumes
+    from the last checkpoint."""
+    if state == "complete":
+        return None
+    if state == "input_needed":
+        return policy.person_command()
+    if state == "timeout" and next_argv and next_argv[:1] == ["acor"]:
+        return next_argv
+    return policy.same_command()
 
 
 def _placeholders(spec: ToolSpec, fields: dict[str, Any]) -> list[str]:

@@ -154,11 +154,11 @@ def test_acor_sessions_at_a_terminal_says_how_long_ago(project, columns):
     code, text = screen(project, "sessions", columns=columns)
     assert code == 0
     lines = [line for line in text.splitlines() if line.strip()]
-    assert lines[0].split() == ["TOOL", "SESSION", "LAST", "CHECKPOINT",
-                                "SAVED", "CHECKPOINTS"]
+    assert lines[0].split() == ["TOOL", "SESSION", "STATE", "CHECKPOINT",
+                                "SAVED", "COUNT"]
     row = lines[1].split()
-    assert row[:3] == ["saver", "run-42", "batch-7"]
-    assert re.fullmatch(r"just now|\d+ (min|h|d) ago", " ".join(row[3:-1]))
+    assert row[:4] == ["saver", "run-42", "complete", "batch-7"]
+    assert re.fullmatch(r"just now|\d+ (min|h|d) ago", " ".join(row[4:-1]))
     assert all(len(line) <= columns for line in lines)
 
 
