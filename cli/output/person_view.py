@@ -84,7 +84,7 @@ class PersonSink(RichSink):
             self._final = renderable  # shown last, by close()
             return
         if renderable is not None:
-            self.console.print(renderable)
+            self.line.print(renderable)
         elif event.type not in ("progress", "checkpoint"):
             self.line.alive()
 
@@ -94,7 +94,7 @@ class PersonSink(RichSink):
         held, _, rest = (self._stderr_held + text).rpartition("\n")
         self._stderr_held = rest
         if held:
-            self.console.print(Text(held, style="dim"))
+            self.line.print(Text(held, style="dim"))
 
     def close(self) -> None:
         self.line.stop()
