@@ -2,8 +2,17 @@
 again at the new width and nothing of the line drawn at the old width is
 left on the screen. In a real pseudo-terminal made narrower while the
 tool runs, its screen rendered as tmux shows it, the lines drawn at the
-old width rewrapped at the new one (:func:`terminal.wrapped_screen`)."""
+old width rewrapped at the new one (:func:`terminal.wrapped_screen`),
+and in tmux itself where it is installed."""
 
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import ACOR_SCRIPT
 from terminal import Terminal
 
 # Works until the test says it may end (a file "go"), so the window is
@@ -34,7 +43,9 @@ def redrawn(term, times):
 
 
 def bars(rows):
-    return [row for row in rows if "━" in row]
+    """The rows that hold a frame of the live line, or part of one: its
+    percentage and count (at 120 columns they are in its first 60)."""
+    return [row for row in rows if re.search(r"\d+% \d+/100", row)]
 
 
 def test_a_narrower_window_leaves_no_stale_bar(project):
@@ -72,3 +83,56 @@ def test_a_wider_window_leaves_no_stale_bar(project):
     assert term.finish() == 0, term.text
     rows = [row for row in term.rows if row]
     assert len(bars(rows)) == 1 and "100%" in bars(rows)[0], rows
+
+
+TMUX = shutil.which("tmux")
+LIVE = re.compile(r"% \d+/100 .*\d:\d\d( · ETA \d+:\d\d)?$")  # a whole frame
+
+
+@pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
+def test_in_tmux_a_narrower_window_leaves_no_stale_bar(project, tmp_path):
+    """The same in a real tmux, which rewraps its lines on a resize."""
+    project.add_tool("long", LONG)
+    config = tmp_path / "tmux.conf"
+    config.write_text("set -g remain-on-exit on\n")
+    env = {k: v for k, v in project.env.items()
+           if k not in ("COLUMNS", "LINES", "TMUX")}
+
+    def tmux(*args):
+        return subprocess.run(
+            [TMUX, "-S", str(tmp_path / "socket"), "-f", str(config),
+             *args], env=env, capture_output=True, text=True, timeout=30,
+            check=True).stdout
+
+    def screen_until(holds, what):
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            # The scrollback too: tmux moves rows into it on a resize.
+            rows = [row.rstrip() for row in tmux(
+                "capture-pane", "-p", "-S", "-", "-t", "run").splitlines()]
+            if holds(rows):
+                return rows
+            time.sleep(0.1)
+        raise AssertionError(f"never {what}: {rows}")
+
+    # Below the command, as at a shell's prompt. (tmux keeps the cursor
+    # on its row when it rewraps: a live line on the top row would have
+    # the start of its old frame pushed into the scrollback, above the
+    # screen, where nothing can erase it.)
+    tmux("new-session", "-d", "-s", "run", "-x", "120", "-y", "40",
+         "-c", str(project.root), "sh", "-c",
+         f'echo "$ acor long"; exec "{ACOR_SCRIPT}" long')
+    try:
+        screen_until(lambda rows: any(LIVE.search(row) and len(row) > 100
+                                      for row in rows), "a bar at 120")
+        tmux("resize-window", "-t", "run", "-x", "60", "-y", "40")
+        rows = screen_until(
+            lambda rows: len(bars(rows)) == 1 and
+            LIVE.search(bars(rows)[0]) is not None and
+            len(bars(rows)[0]) < 60, "one bar, drawn at 60")
+        (project.root / "go").write_text("")
+        rows = screen_until(lambda rows: any(row.startswith("● Complete")
+                                             for row in rows), "Complete")
+        assert len(bars(rows)) == 1 and "100%" in bars(rows)[0], rows
+    finally:
+        tmux("kill-server")
