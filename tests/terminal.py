@@ -75,21 +75,27 @@ def screen_lines(text: str) -> list:
 
 
 class _Grid:
-    """A terminal ``columns`` wide as tmux is: a line longer than the
-    width wraps onto the next row (autowrap), and a resize rewraps every
-    line at the new width, the cursor kept where it was in its line."""
+    """A terminal ``columns`` wide and 40 rows high as tmux is: a line
+    longer than the width wraps onto the next row (autowrap); a resize
+    rewraps every line at the new width, the cursor kept where it was in
+    its line and on its row of the window (the rows that no longer fit
+    above it go into the scrollback, where the cursor cannot go)."""
+
+    ROWS = 40
 
     def __init__(self, columns: int) -> None:
         self.columns = columns
         self.rows = [""]
         self.wrapped = [False]  # row i goes on in row i + 1
         self.row = self.col = 0
+        self.top = 0  # the window's first row; those above: scrollback
 
     def _at(self, row: int) -> None:
         while len(self.rows) <= row:
             self.rows.append("")
             self.wrapped.append(False)
         self.row = row
+        self.top = max(self.top, row - self.ROWS + 1)  # scrolled
 
     def write(self, text: str) -> None:
         for found in _CONTROL.finditer(text):
@@ -102,7 +108,7 @@ class _Grid:
             elif piece == "\r":
                 self.col = 0
             elif final == "A":
-                self.row = max(0, self.row - count)
+                self.row = max(self.top, self.row - count)
                 self.col = min(self.col, self.columns - 1)
             elif final == "B":
                 self._at(self.row + count)
@@ -136,11 +142,10 @@ class _Grid:
 
     def resize(self, columns: int) -> None:
         """Rewrap every line at ``columns``, as tmux does."""
-        lines, starts, cursor = [], [], None
+        lines, cursor, on_window = [], None, self.row - self.top
         for index, row in enumerate(self.rows):
             if index == 0 or not self.wrapped[index - 1]:
                 lines.append("")
-                starts.append(index)
             if index == self.row:
                 cursor = (len(lines) - 1, len(lines[-1]) + self.col)
             lines[-1] += row.ljust(self.columns) if self.wrapped[index] \
@@ -158,13 +163,14 @@ class _Grid:
                     row, col = row - 1, columns  # just after the last cell
                 self._at(first + row)
                 self.col = col
+        self.top = max(0, self.row - on_window)
 
 
 def wrapped_screen(data: bytes, columns: int, resizes=()) -> list:
-    """The rows ``data`` leaves on a terminal ``columns`` wide that wraps
-    long lines and rewraps them when resized, as tmux does; ``resizes``:
-    (offset in ``data``, new width) in order. What a person sees after
-    the window was made narrower mid-run."""
+    """The rows ``data`` leaves (the scrollback's too) on a terminal
+    ``columns`` wide that wraps long lines and rewraps them when resized,
+    as tmux does; ``resizes``: (offset in ``data``, new width) in order.
+    What a person sees after the window was made narrower mid-run."""
     grid = _Grid(columns)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     done = 0

@@ -18,10 +18,13 @@ from terminal import Terminal
 # Works until the test says it may end (a file "go"), so the window is
 # resized while it runs however loaded the machine is; writes a line on
 # stderr when the test asks (a file "say"): printed above the live line.
+# Its session's line keeps the live line off the window's top row (where
+# tmux pushes the start of a rewrapped frame into the scrollback).
 LONG = """\
 import os, sys, time
 from acor import AcorTool
 with AcorTool() as tool:
+    tool.session("s1")
     step = 0
     while not os.path.exists("go"):
         step = min(step + 1, 90)
@@ -115,13 +118,8 @@ def test_in_tmux_a_narrower_window_leaves_no_stale_bar(project, tmp_path):
             time.sleep(0.1)
         raise AssertionError(f"never {what}: {rows}")
 
-    # Below the command, as at a shell's prompt. (tmux keeps the cursor
-    # on its row when it rewraps: a live line on the top row would have
-    # the start of its old frame pushed into the scrollback, above the
-    # screen, where nothing can erase it.)
     tmux("new-session", "-d", "-s", "run", "-x", "120", "-y", "40",
-         "-c", str(project.root), "sh", "-c",
-         f'echo "$ acor long"; exec "{ACOR_SCRIPT}" long')
+         "-c", str(project.root), ACOR_SCRIPT, "long")
     try:
         screen_until(lambda rows: any(LIVE.search(row) and len(row) > 100
                                       for row in rows), "a bar at 120")
