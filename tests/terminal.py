@@ -1,6 +1,7 @@
 """A real pseudo-terminal running `acor`, driven as a person would: what
 the prompt and Ctrl-C tests type into (the `pty` module; nothing mocked)."""
 
+import codecs
 import fcntl
 import os
 import platform
@@ -73,6 +74,114 @@ def screen_lines(text: str) -> list:
     return [line.rstrip() for line in lines]
 
 
+class _Grid:
+    """A terminal ``columns`` wide and 40 rows high as tmux is: a line
+    longer than the width wraps onto the next row (autowrap); a resize
+    rewraps every line at the new width, the cursor kept where it was in
+    its line and on its row of the window (the rows that no longer fit
+    above it go into the scrollback, where the cursor cannot go)."""
+
+    ROWS = 40
+
+    def __init__(self, columns: int) -> None:
+        self.columns = columns
+        self.rows = [""]
+        self.wrapped = [False]  # row i goes on in row i + 1
+        self.row = self.col = 0
+        self.top = 0  # the window's first row; those above: scrollback
+
+    def _at(self, row: int) -> None:
+        while len(self.rows) <= row:
+            self.rows.append("")
+            self.wrapped.append(False)
+        self.row = row
+        self.top = max(self.top, row - self.ROWS + 1)  # scrolled
+
+    def write(self, text: str) -> None:
+        for found in _CONTROL.finditer(text):
+            piece, final = found.group(0), found.group(2)
+            count = int(found.group(1) or 1) if final and \
+                found.group(1).isdigit() else 1
+            if piece == "\n":
+                self._at(self.row + 1)
+                self.col = 0
+            elif piece == "\r":
+                self.col = 0
+            elif final == "A":
+                self.row = max(self.top, self.row - count)
+                self.col = min(self.col, self.columns - 1)
+            elif final == "B":
+                self._at(self.row + count)
+            elif final == "G":
+                self.col = count - 1
+            elif final == "K":
+                self._erase(found.group(1))
+            elif not piece.startswith("\x1b"):
+                for char in piece:
+                    self._put(char)
+
+    def _put(self, char: str) -> None:
+        if self.col >= self.columns:  # the last column was written: wrap
+            self.wrapped[self.row] = True
+            self._at(self.row + 1)
+            self.col = 0
+        line = self.rows[self.row].ljust(self.col)
+        self.rows[self.row] = line[:self.col] + char + line[self.col + 1:]
+        self.col += 1
+
+    def _erase(self, mode: str) -> None:
+        line = self.rows[self.row]
+        if mode in ("", "0"):
+            self.rows[self.row] = line[:self.col]
+            self.wrapped[self.row] = False
+        elif mode == "1":
+            self.rows[self.row] = " " * (self.col + 1) + line[self.col + 1:]
+        else:
+            self.rows[self.row] = ""
+            self.wrapped[self.row] = False
+
+    def resize(self, columns: int) -> None:
+        """Rewrap every line at ``columns``, as tmux does."""
+        lines, cursor, on_window = [], None, self.row - self.top
+        for index, row in enumerate(self.rows):
+            if index == 0 or not self.wrapped[index - 1]:
+                lines.append("")
+            if index == self.row:
+                cursor = (len(lines) - 1, len(lines[-1]) + self.col)
+            lines[-1] += row.ljust(self.columns) if self.wrapped[index] \
+                else row
+        self.columns, self.rows, self.wrapped = columns, [], []
+        for number, line in enumerate(lines):
+            first = len(self.rows)
+            pieces = [line[i:i + columns]
+                      for i in range(0, len(line), columns)] or [""]
+            self.rows += pieces
+            self.wrapped += [True] * (len(pieces) - 1) + [False]
+            if cursor is not None and cursor[0] == number:
+                row, col = divmod(cursor[1], columns)
+                if col == 0 and row and row == len(pieces):
+                    row, col = row - 1, columns  # just after the last cell
+                self._at(first + row)
+                self.col = col
+        self.top = max(0, self.row - on_window)
+
+
+def wrapped_screen(data: bytes, columns: int, resizes=()) -> list:
+    """The rows ``data`` leaves (the scrollback's too) on a terminal
+    ``columns`` wide that wraps long lines and rewraps them when resized,
+    as tmux does; ``resizes``: (offset in ``data``, new width) in order.
+    What a person sees after the window was made narrower mid-run."""
+    grid = _Grid(columns)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    done = 0
+    for offset, width in resizes:
+        grid.write(decoder.decode(data[done:offset]))
+        grid.resize(width)
+        done = offset
+    grid.write(decoder.decode(data[done:], final=True))
+    return [row.rstrip() for row in grid.rows]
+
+
 class Terminal:
     """`acor ARGS` on a real pseudo-terminal, driven as a person would."""
 
@@ -97,6 +206,18 @@ class Terminal:
             os.chdir(project.root)
             os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], environ)
         self.seen = b""
+        self.columns = columns or 80
+        self.resizes = []  # (offset in seen, new width)
+
+    def resize(self, columns: int) -> None:
+        """The window made ``columns`` wide, as a terminal emulator does
+        it: the new size set on the terminal, SIGWINCH to the process
+        group in front (the kernel sends it too), and what was already
+        on the screen rewrapped (see :func:`wrapped_screen`)."""
+        fcntl.ioctl(self.fd, termios.TIOCSWINSZ,
+                    struct.pack("HHHH", 40, columns, 0, 0))
+        os.killpg(os.tcgetpgrp(self.fd), signal.SIGWINCH)
+        self.resizes.append((len(self.seen), columns))
 
     def expect(self, text: str, timeout: float = 30) -> str:
         deadline = time.monotonic() + timeout
@@ -107,6 +228,16 @@ class Terminal:
             if not self._read(left):
                 raise AssertionError(f"ended before {text!r}: {self.seen!r}")
         return self.seen.decode(errors="replace")
+
+    def wait(self, done, timeout: float = 30) -> None:
+        """Read until ``done(seen)`` holds for what was written."""
+        deadline = time.monotonic() + timeout
+        while not done(self.seen):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"never came: {self.seen!r}")
+            if not self._read(left):
+                raise AssertionError(f"ended first: {self.seen!r}")
 
     def echo_off(self, timeout: float = 30) -> None:
         """Wait until the terminal no longer echoes what is typed (a
@@ -178,6 +309,13 @@ class Terminal:
         text with carriage returns, cursor-up and erase-line obeyed (what
         rich's live display redraws with), colours dropped."""
         return screen_lines(self.text)
+
+    @property
+    def rows(self) -> list:
+        """The rows a person sees at the end on a terminal of this width
+        that wraps long lines (and rewraps them at each :meth:`resize`),
+        colours dropped."""
+        return wrapped_screen(self.seen, self.columns, self.resizes)
 
     @property
     def plain(self) -> str:

@@ -249,16 +249,19 @@ json_cost = JsonCost()
 
 
 class RichFormat(_Format):
-    """The rich view (imported only when asked: rich costs ~30 ms)."""
+    """The rich view (imported only when asked: rich costs ~30 ms).
+    ``asks_person`` and ``help_asked`` say what the person at a terminal
+    is doing (see :class:`cli.output.person_view.PersonSink`)."""
 
-    def __init__(self, tool: str, out: Out = None) -> None:
+    def __init__(self, tool: str, out: Out = None, asks_person: bool = False,
+                 help_asked: bool = False) -> None:
         # rich costs ~30 ms: loaded only for the rich view.
         from acor.cli.output.person_view import PersonSink, view_for
         # A terminal that cannot show a character gets "?", not a crash.
         if out is None and hasattr(sys.stdout, "reconfigure"):
             sys.stdout.reconfigure(errors="replace")
         super().__init__()
-        self.view = view_for(tool)
+        self.view = view_for(tool, asks_person, help_asked)
         # The tool's stderr on a person's screen goes through the view:
         # dimmed, above the live line, before the final status.
         self._person = self.view if isinstance(self.view, PersonSink) \
@@ -392,13 +395,17 @@ class Coalescer:
 
 def make_sink(fmt: str, tool: str, progress_interval: float,
               out: Out = None, max_output: int = 0,
-              state_dir: Optional[str] = None) -> Coalescer:
+              state_dir: Optional[str] = None, asks_person: bool = False,
+              help_asked: bool = False) -> Coalescer:
     """The sink for ``--format``, coalescing progress where it should, and
     keeping the run within ``max_output`` bytes (0: no limit; the rich
     view, for people, has none) with the whole output spilled under
-    ``state_dir`` (see :mod:`cli.output.budget`)."""
+    ``state_dir`` (see :mod:`cli.output.budget`). ``asks_person`` (a
+    person at this terminal answers what the run asks) and ``help_asked``
+    (the arguments ask for the tool's help) shape only the rich view."""
     factory, coalesce = FORMATS[fmt]
-    sink: Any = factory(tool, out)
+    sink: Any = RichFormat(tool, out, asks_person, help_asked) \
+        if factory is RichFormat else factory(tool, out)
     if coalesce and max_output:
         # Only a run with a budget needs it: `acor list`, `acor --help`
         # and the rich view do not load the budget's modules.

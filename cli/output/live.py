@@ -9,23 +9,35 @@ plain lines, one every :data:`PLAIN_EVERY` seconds at most, and at 100%.
 The line is the rich view's (:mod:`cli.output.rich_view`); it never
 holds text a tool sent without its passing through :mod:`cli.textsafe`
 first.
+
+A window resized mid-run leaves no stale line: each frame is sized to the
+terminal's width as it is then, one column short of it (a line as wide
+as the terminal leaves the cursor past its last column, where terminals
+differ), and a terminal that rewraps its lines when made narrower (tmux,
+and most emulators) shows the last frame on more rows than the one rich
+erases: the rows it now takes are cleared before the next frame is
+drawn. This is worked out from the width alone, not from rich's state.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType
+from rich.control import Control
 from rich.markup import escape
 from rich.progress import (BarColumn, Progress, ProgressColumn, SpinnerColumn,
                            Task, TaskProgressColumn, TextColumn)
+from rich.segment import ControlType, Segment
 from rich.table import Column
 from rich.text import Text
 
 TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
 if TYPE_CHECKING:
-    from typing import Any, Optional
+    from typing import Any, Iterator, Optional
 
+    from rich.console import RenderResult
     from rich.progress import TaskID
 
 PLAIN_EVERY = 5.0  # seconds between plain progress lines, at most
@@ -63,6 +75,43 @@ class _Times(ProgressColumn):
         return Text(self.line.times(), style="dim")
 
 
+class _Frame:
+    """One frame of the live line, as drawn on the terminal: what
+    ``line`` shows, one column short of the terminal's width, after the
+    rows the previous frame takes at that width that rich does not erase
+    (see :meth:`LiveLine.leftover`)."""
+
+    def __init__(self, line: LiveLine, shown: RenderableType) -> None:
+        self.line = line
+        self.shown = shown
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions
+                         ) -> RenderResult:
+        lines = console.render_lines(
+            self.shown, options.update_width(max(1, options.max_width - 1)),
+            pad=False)
+        yield from self.line.leftover(options.max_width)
+        for number, line in enumerate(lines):
+            if number:
+                yield Segment.line()
+            yield from line
+        self.line.drawn = [Segment.get_line_length(line) for line in lines]
+
+
+class _LineProgress(Progress):
+    """Rich's progress display, each frame a :class:`_Frame` of ``line``,
+    its bar and tool name sized to the terminal's width at that frame."""
+
+    def __init__(self, line: LiveLine, *columns: ProgressColumn,
+                 **options: Any) -> None:
+        self.line = line  # before rich's Live asks for a first frame
+        super().__init__(*columns, **options)
+
+    def get_renderable(self) -> RenderableType:
+        self.line.fit(self.line.console.width)
+        return _Frame(self.line, super().get_renderable())
+
+
 class LiveLine:
     """The line of one run, on ``console``: redrawn where the terminal
     can (rich's live display), printed as plain lines where it cannot."""
@@ -83,6 +132,10 @@ class LiveLine:
         self.stopped = False  # what ends the run is below: no line again
         self._progress: Optional[Progress] = None
         self._task: Optional[TaskID] = None
+        self.drawn: list[int] = []  # the cells of each line of the frame
+        self._printing: Optional[int] = None  # the thread printing above
+        self._bar = BarColumn()
+        self._name = Column(no_wrap=True, overflow="ellipsis")
 
     def elapsed(self) -> float:
         return time.monotonic() - self.started
@@ -141,6 +194,48 @@ class LiveLine:
             self._progress.stop()
             self._progress = None
 
+    def print(self, renderable: RenderableType) -> None:
+        """``renderable`` above the live line, which is first drawn again
+        at the terminal's width (its rows at an old width cleared): what
+        is printed starts where the line did."""
+        if self._progress is None:
+            self.console.print(renderable)
+            return
+        if self._stale_rows(self.console.width):
+            self._progress.refresh()
+        # Under this print rich draws the line again below what it
+        # printed, not over the frame before: nothing to clear there.
+        self._printing = threading.get_ident()
+        try:
+            self.console.print(renderable)
+        finally:
+            self._printing = None
+
+    def leftover(self, width: int) -> Iterator[Control]:
+        """The controls that erase the rows of the last frame that rich
+        does not (it erases as many rows as the frame had lines), on a
+        terminal ``width`` columns wide: none unless the terminal
+        narrowed and rewrapped the frame. Each frame rich's live display
+        draws over the one before asks for them (its refreshes, and its
+        last frame at :meth:`stop`); one drawn under a :meth:`print`, below
+        what was printed, does not."""
+        if self._printing == threading.get_ident():
+            return
+        for _ in range(self._stale_rows(width)):
+            yield Control((ControlType.CURSOR_UP, 1),
+                          (ControlType.ERASE_IN_LINE, 2))
+
+    def _stale_rows(self, width: int) -> int:
+        rows = sum(max(1, -(-cells // width)) for cells in self.drawn)
+        return rows - len(self.drawn)
+
+    def fit(self, width: int) -> None:
+        """The bar and the tool's name sized to a terminal ``width``
+        columns wide."""
+        narrow = width < NARROW
+        self._bar.bar_width = 12 if narrow else 30
+        self._name.max_width = 16 if narrow else 24
+
     def _plain(self) -> None:
         self._plain_at = time.monotonic()
         parts = [self.tool]
@@ -162,12 +257,11 @@ class LiveLine:
     def _start(self) -> Progress:
         def column(**sized: Any) -> Column:
             return Column(no_wrap=True, overflow="ellipsis", **sized)
-        narrow = self.console.width < NARROW
-        progress = Progress(
-            SpinnerColumn(finished_text="✓"),
-            TextColumn("[bold]{task.fields[tool]}",
-                       table_column=column(max_width=16 if narrow else 24)),
-            BarColumn(bar_width=12 if narrow else 30), TaskProgressColumn(),
+        self.drawn = []  # a new line, below whatever was printed
+        progress = _LineProgress(
+            self, SpinnerColumn(finished_text="✓"),
+            TextColumn("[bold]{task.fields[tool]}", table_column=self._name),
+            self._bar, TaskProgressColumn(),
             TextColumn("{task.fields[count]}", table_column=column()),
             TextColumn("{task.description}", table_column=column(ratio=1)),
             TextColumn("[cyan]{task.fields[checkpoint]}",

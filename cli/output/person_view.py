@@ -7,10 +7,12 @@ a spinner, the bar, the latest checkpoint, the time elapsed and left), the
 result below the 100% bar, the tool's stderr dimmed above the final
 status, which says how long the run took and is the last line; no Ready
 (the line says the run began); errors with a short title and the whole
-message in the body; each question's choices, default and range; the AI
-Directive dimmed, as what it is: text for the agent. :func:`view_for`
-picks one of the two; what the rich view writes anywhere but a terminal
-is unchanged.
+message in the body; each question's choices, default and range, its
+reason said once (a question only a person may answer, asked here, is
+followed by the approval request, which says it: :mod:`cli.terminal.ask`);
+the AI Directive dimmed, as what it is: text for the agent; a tool's help
+and nothing else (no Complete). :func:`view_for` picks one of the two;
+what the rich view writes anywhere but a terminal is unchanged.
 """
 
 from __future__ import annotations
@@ -51,24 +53,34 @@ def at_terminal(console: Console) -> bool:
         return False
 
 
-def view_for(tool: str) -> RichSink:
+def view_for(tool: str, asks_person: bool = False, help_asked: bool = False
+             ) -> RichSink:
     """The rich view of a run of ``tool`` on stdout: a person's at a
-    terminal, else the rich view as it is written anywhere."""
+    terminal (see :class:`PersonSink` for the two flags), else the rich
+    view as it is written anywhere."""
     console = person_console()
     if at_terminal(console):
-        return PersonSink(tool, console)
+        return PersonSink(tool, console, asks_person, help_asked)
     return RichSink(tool)
 
 
 class PersonSink(RichSink):
-    """The rich view as a person at a terminal watches it."""
+    """The rich view as a person at a terminal watches it.
+    ``asks_person``: the person will be asked here what the run needs
+    (the approval request that follows a question says its reason);
+    ``help_asked``: the arguments ask for the tool's help, which is all
+    the person sees of a run that ends complete."""
 
-    def __init__(self, tool: str, console: Optional[Console] = None
+    def __init__(self, tool: str, console: Optional[Console] = None,
+                 asks_person: bool = False, help_asked: bool = False
                  ) -> None:
         super().__init__(tool, console if console is not None
                          else person_console())
         self.line = LiveLine(self.console, self.tool)
+        self.asks_person = asks_person
+        self.help_asked = help_asked
         self._final: Shown = None
+        self._final_state = ""
         self._stderr_held = ""
 
     def emit(self, event: Event) -> None:
@@ -84,8 +96,9 @@ class PersonSink(RichSink):
             self._final = renderable  # shown last, by close()
             return
         if renderable is not None:
-            self.console.print(renderable)
-        elif event.type not in ("progress", "checkpoint"):
+            self.line.print(renderable)
+        elif event.type not in ("progress", "checkpoint") and \
+                not self.help_asked:  # the help comes at once: no line
             self.line.alive()
 
     def stderr(self, text: str) -> None:
@@ -94,7 +107,7 @@ class PersonSink(RichSink):
         held, _, rest = (self._stderr_held + text).rpartition("\n")
         self._stderr_held = rest
         if held:
-            self.console.print(Text(held, style="dim"))
+            self.line.print(Text(held, style="dim"))
 
     def close(self) -> None:
         self.line.stop()
@@ -105,9 +118,11 @@ class PersonSink(RichSink):
         if self._stderr_held:
             self.console.print(Text(self._stderr_held, style="dim"))
             self._stderr_held = ""
-        if self._final is not None:
+        if self._final is not None and not (
+                self.help_asked and self._final_state == "complete"):
+            # A person who asked for the help reads the help, no status.
             self.console.print(self._final)
-            self._final = None
+        self._final = None
 
     def on_progress(self, event: ProgressEvent) -> Shown:
         label, count = self.progress_label(event)
@@ -122,7 +137,10 @@ class PersonSink(RichSink):
     def on_status(self, event: Status) -> Shown:
         if event.state == "ready":
             return None  # the live line says the run has begun
-        seconds = self.line.elapsed() if event.is_final else None
+        seconds = None
+        if event.is_final:
+            self._final_state = event.state
+            seconds = self.line.elapsed()
         line = status_line(event.state, self.tool, seconds)
         if event.message:
             return Group(line, Text(_text(event.message)))
@@ -132,10 +150,16 @@ class PersonSink(RichSink):
         return error_panel(event)
 
     def on_input_needed(self, event: InputNeeded) -> Shown:
-        body = Text(_text(event.message) + "\n")
+        # The approval request asked next says the reason (its "reason:"
+        # line): the panel leaves it out, the person reads it once.
+        said_below = self.asks_person and event.audience == "human" and \
+            bool(event.fields)
+        body = Text() if said_below else Text(_text(event.message) + "\n")
         for name, spec in (event.fields or {}).items():
             spec = spec if isinstance(spec, dict) else {}
-            body.append(f"\n  {_line(name)}", style="bold")
+            if body:
+                body.append("\n")
+            body.append(f"  {_line(name)}", style="bold")
             if spec.get("type"):
                 body.append(f" ({_line(spec['type'])})", style="dim")
             if spec.get("description"):

@@ -2,7 +2,9 @@
 request built from the global options (``--config``, else discovery's
 ``ACOR_CONFIG``, else the project's), its format (:func:`default_format`)
 and its signals, and the exact ``acor`` command it was run with (for the
-``next`` commands of its result)."""
+``next`` commands of its result). The rich view is told what the person
+is doing: answering the run's questions here, or asking for the tool's
+help (:func:`asks_for_help`)."""
 
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ from acor.cli.signals import Cancel
 
 TYPE_CHECKING = False  # typing costs every run ~3 ms: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Mapping, Optional
+    from typing import Any, Mapping, Optional, Sequence
 
     from acor.cli.discovery.config import Config
     from acor.cli.run.result import RunResult
@@ -55,7 +57,9 @@ def run_named(name: str, args: list[str], options: Mapping[str, Any],
         whole_process=True, keep_events=False)
     sink = make_sink(fmt, name, registry.config.progress_interval,
                      max_output=request.max_output,
-                     state_dir=request.state_dir)
+                     state_dir=request.state_dir,
+                     asks_person=request.person,
+                     help_asked=asks_for_help(args))
     cancel = early.cancel = Cancel()
     waking = cancel.wake_on_signals()
     for signum in early.received:
@@ -68,6 +72,13 @@ def run_named(name: str, args: list[str], options: Mapping[str, Any],
         cancel.close()
     sink.close()
     return result, fmt
+
+
+def asks_for_help(args: Sequence[str]) -> bool:
+    """Whether ``args`` ask the tool for its help: ``-h`` or ``--help``
+    before any ``--`` (after it, they are values)."""
+    words = args[:args.index("--")] if "--" in args else args
+    return "-h" in words or "--help" in words
 
 
 def default_format(options: Mapping[str, Any], config: Optional[Config]
