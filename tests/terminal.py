@@ -140,6 +140,13 @@ class _Grid:
             self.rows[self.row] = ""
             self.wrapped[self.row] = False
 
+    def cut(self, columns: int) -> None:
+        """Cut every row at ``columns``, as xterm does when made narrower
+        (it does not rewrap): a row stays a row, the cursor on it."""
+        self.rows = [row[:columns] for row in self.rows]
+        self.wrapped = [False] * len(self.rows)
+        self.columns, self.col = columns, min(self.col, columns)
+
     def resize(self, columns: int) -> None:
         """Rewrap every line at ``columns``, as tmux does."""
         lines, cursor, on_window = [], None, self.row - self.top
@@ -166,17 +173,19 @@ class _Grid:
         self.top = max(0, self.row - on_window)
 
 
-def wrapped_screen(data: bytes, columns: int, resizes=()) -> list:
+def wrapped_screen(data: bytes, columns: int, resizes=(),
+                   rewraps=True) -> list:
     """The rows ``data`` leaves (the scrollback's too) on a terminal
     ``columns`` wide that wraps long lines and rewraps them when resized,
-    as tmux does; ``resizes``: (offset in ``data``, new width) in order.
-    What a person sees after the window was made narrower mid-run."""
+    as tmux does (``rewraps`` False: cuts them, as xterm does);
+    ``resizes``: (offset in ``data``, new width) in order. What a person
+    sees after the window was made narrower mid-run."""
     grid = _Grid(columns)
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     done = 0
     for offset, width in resizes:
         grid.write(decoder.decode(data[done:offset]))
-        grid.resize(width)
+        grid.resize(width) if rewraps else grid.cut(width)
         done = offset
     grid.write(decoder.decode(data[done:], final=True))
     return [row.rstrip() for row in grid.rows]
@@ -185,10 +194,20 @@ def wrapped_screen(data: bytes, columns: int, resizes=()) -> list:
 class Terminal:
     """`acor ARGS` on a real pseudo-terminal, driven as a person would."""
 
-    def __init__(self, project, *args, columns=None, env=None):
+    def __init__(self, project, *args, columns=None, env=None,
+                 rewraps=True):
         """``columns``: the terminal's width (rows: 40); ``env``: set
-        in the project's environment (a None value removes it)."""
+        in the project's environment (a None value removes it);
+        ``rewraps``: the terminal rewraps its lines when resized, as tmux
+        does, and says so as tmux does (``TERM_PROGRAM=tmux``), else it
+        cuts them as xterm does, and says nothing."""
         environ = dict(project.env)
+        for mark in ("TMUX", "STY", "TERM_PROGRAM", "VTE_VERSION",
+                     "KONSOLE_VERSION", "KITTY_WINDOW_ID", "WT_SESSION",
+                     "ALACRITTY_WINDOW_ID", "WEZTERM_PANE"):
+            environ.pop(mark, None)  # the terminal is this one
+        if rewraps:
+            environ["TERM_PROGRAM"] = "tmux"
         # A terminal's size is its own (the ioctl below): pytest-xdist's
         # workers export COLUMNS=80 and LINES=24, which rich would believe.
         environ.pop("COLUMNS", None)
@@ -207,6 +226,7 @@ class Terminal:
             os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], environ)
         self.seen = b""
         self.columns = columns or 80
+        self.rewraps = rewraps
         self.resizes = []  # (offset in seen, new width)
 
     def resize(self, columns: int) -> None:
@@ -313,9 +333,10 @@ class Terminal:
     @property
     def rows(self) -> list:
         """The rows a person sees at the end on a terminal of this width
-        that wraps long lines (and rewraps them at each :meth:`resize`),
-        colours dropped."""
-        return wrapped_screen(self.seen, self.columns, self.resizes)
+        that wraps long lines (and rewraps or cuts them at each
+        :meth:`resize`), colours dropped."""
+        return wrapped_screen(self.seen, self.columns, self.resizes,
+                              self.rewraps)
 
     @property
     def plain(self) -> str:

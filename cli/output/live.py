@@ -13,14 +13,18 @@ first.
 A window resized mid-run leaves no stale line: each frame is sized to the
 terminal's width as it is then, one column short of it (a line as wide
 as the terminal leaves the cursor past its last column, where terminals
-differ), and a terminal that rewraps its lines when made narrower (tmux,
-and most emulators) shows the last frame on more rows than the one rich
-erases: the rows it now takes are cleared before the next frame is
-drawn. This is worked out from the width alone, not from rich's state.
+differ), and a terminal that rewraps its lines when made narrower shows
+the last frame on more rows than the one rich erases: the rows it now
+takes are cleared before the next frame is drawn. This is worked out from
+the width alone, not from rich's state, and only on a terminal known to
+rewrap (:func:`rewraps_on_resize`): one that cuts its lines instead
+(xterm, urxvt, st, GNU screen) still shows the frame on one row, and the
+rows above it are the tool's output, which must stay.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 
@@ -35,7 +39,7 @@ from rich.text import Text
 
 TYPE_CHECKING = False  # annotations only (rich imports typing anyway)
 if TYPE_CHECKING:
-    from typing import Any, Iterator, Optional
+    from typing import Any, Iterator, Mapping, Optional
 
     from rich.console import RenderResult
     from rich.progress import TaskID
@@ -73,6 +77,29 @@ class _Times(ProgressColumn):
 
     def render(self, task: Task) -> Text:
         return Text(self.line.times(), style="dim")
+
+
+# Terminals that rewrap their lines when the window is resized, as their
+# programs say in the environment they give it. tmux and GNU screen come
+# first: inside them, they are the terminal a line is drawn on.
+_REWRAPPING_PROGRAMS = frozenset({
+    "tmux", "iTerm.app", "Apple_Terminal", "vscode", "WezTerm", "ghostty"})
+_REWRAPPING_MARKS = ("VTE_VERSION", "KONSOLE_VERSION", "KITTY_WINDOW_ID",
+                     "ALACRITTY_WINDOW_ID", "WT_SESSION", "WEZTERM_PANE")
+
+
+def rewraps_on_resize(environ: Mapping[str, str]) -> bool:
+    """Whether the terminal rewraps its lines when made narrower (a long
+    line then takes more rows), from what its program sets; False when
+    unknown, where erasing rows that are not the live line's would lose
+    what a tool printed."""
+    if environ.get("TMUX"):
+        return True
+    if environ.get("STY"):  # GNU screen cuts its lines
+        return False
+    return environ.get("TERM_PROGRAM", "") in _REWRAPPING_PROGRAMS or \
+        environ.get("TERM", "") in ("xterm-kitty", "alacritty", "foot") or \
+        any(environ.get(mark) for mark in _REWRAPPING_MARKS)
 
 
 class _Frame:
@@ -133,6 +160,7 @@ class LiveLine:
         self._progress: Optional[Progress] = None
         self._task: Optional[TaskID] = None
         self.drawn: list[int] = []  # the cells of each line of the frame
+        self.rewraps = rewraps_on_resize(os.environ)
         self._printing: Optional[int] = None  # the thread printing above
         self._bar = BarColumn()
         self._name = Column(no_wrap=True, overflow="ellipsis")
@@ -226,6 +254,8 @@ class LiveLine:
                           (ControlType.ERASE_IN_LINE, 2))
 
     def _stale_rows(self, width: int) -> int:
+        if not self.rewraps:
+            return 0
         rows = sum(max(1, -(-cells // width)) for cells in self.drawn)
         return rows - len(self.drawn)
 

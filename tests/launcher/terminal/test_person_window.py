@@ -88,6 +88,32 @@ def test_a_wider_window_leaves_no_stale_bar(project):
     assert len(bars(rows)) == 1 and "100%" in bars(rows)[0], rows
 
 
+def test_a_terminal_that_cuts_its_lines_keeps_the_rows_above_the_bar(
+        project):
+    """xterm, urxvt, st and GNU screen cut their lines when made narrower
+    instead of rewrapping them: the frame drawn at 120 columns still takes
+    one row, and the row above it is the tool's own output. Erasing the
+    rows a rewrapping terminal would have added would erase that output;
+    on a terminal not known to rewrap, nothing above the line is erased."""
+    project.add_tool("long", LONG)
+    term = Terminal(project, "long", columns=120, rewraps=False)
+    term.expect("step")
+    redrawn(term, 2)
+    above = [row for row in term.rows if row and not bars([row])]
+    assert above, term.rows  # the session's line, above the bar
+    term.resize(60)
+    redrawn(term, 3)
+    mid_run = term.rows
+    assert len(bars(mid_run)) == 1, mid_run
+    assert [row for row in mid_run if row and not bars([row])] == \
+        [row[:60] for row in above], mid_run
+    (project.root / "go").write_text("")
+    assert term.finish() == 0, term.text
+    rows = [row for row in term.rows if row]
+    assert rows[0] == above[0][:60] and \
+        rows[-1].startswith("● Complete in "), rows
+
+
 TMUX = shutil.which("tmux")
 LIVE = re.compile(r"% \d+/100 .*\d:\d\d( · ETA \d+:\d\d)?$")  # a whole frame
 
