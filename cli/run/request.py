@@ -49,8 +49,8 @@ class RunRequest:
     __slots__ = ("tool", "spec", "registry", "refused", "argv", "command",
                  "cwd", "run_dir", "timeout", "idle_timeout", "max_output",
                  "state_dir", "sandbox", "env", "human", "person",
-                 "inherit_stdin", "handle_signals", "reap_orphans",
-                 "keep_events")
+                 "read_by_person", "inherit_stdin", "handle_signals",
+                 "reap_orphans", "keep_events")
 
     tool: str                        # the tool's name, as asked for
     spec: Optional[ToolSpec]         # None: refused
@@ -68,6 +68,7 @@ class RunRequest:
     env: Optional[Mapping[str, str]]  # added to the tool's environment
     human: Optional[Mapping[str, object]]  # a person's answers, own channel
     person: bool                     # the caller asks a person what is needed
+    read_by_person: bool             # a person reads it, asked here or not
     inherit_stdin: bool
     handle_signals: bool             # acor is the whole process: its signals
     reap_orphans: bool               # ... and its orphans are the run's
@@ -82,8 +83,9 @@ class RunRequest:
                  state_dir: str, sandbox: Optional[str],
                  env: Optional[Mapping[str, str]],
                  human: Optional[Mapping[str, object]], person: bool,
-                 inherit_stdin: bool, handle_signals: bool,
-                 reap_orphans: bool, keep_events: bool) -> None:
+                 read_by_person: bool, inherit_stdin: bool,
+                 handle_signals: bool, reap_orphans: bool,
+                 keep_events: bool) -> None:
         given = locals()
         for name in self.__slots__:
             object.__setattr__(self, name, given[name])
@@ -107,8 +109,8 @@ def build_request(tool: str | ToolSpec, argv: Sequence[str] = (), *,
                   sandbox: Optional[str] = None,
                   env: Optional[Mapping[str, str]] = None,
                   human: Optional[Mapping[str, object]] = None,
-                  person: bool = False, inherit_stdin: bool = False,
-                  whole_process: bool = False,
+                  person: bool = False, read_by_person: bool = False,
+                  inherit_stdin: bool = False, whole_process: bool = False,
                   keep_events: bool = True) -> RunRequest:
     """The request to run ``tool`` (a name, discovered from ``cwd`` with
     ``config_path`` (``--config``; ``ACOR_CONFIG`` is read by discovery)
@@ -116,8 +118,12 @@ def build_request(tool: str | ToolSpec, argv: Sequence[str] = (), *,
     ``timeout``, ``idle_timeout`` and ``max_output`` are the caller's
     (None: the manifest's, else the config's, else the default);
     ``command`` the acor argv that ran it (for ``next`` commands);
-    ``whole_process``: acor is this run and nothing else (the ``acor``
-    command), so the run handles its signals and its orphans."""
+    ``person``: the caller asks a person what the tool needs;
+    ``read_by_person``: a person reads the run, asked or not (the rich
+    view at a terminal, ``--no-input`` included), so nothing in it is
+    written for an agent; ``whole_process``: acor is this run and nothing
+    else (the ``acor`` command), so the run handles its signals and its
+    orphans."""
     name = tool if isinstance(tool, str) else tool.name
     try:
         spec, registry = _resolve(tool, registry, config_path, cwd, argv,
@@ -140,6 +146,7 @@ def build_request(tool: str | ToolSpec, argv: Sequence[str] = (), *,
         state_dir=(config.state_dir if config else None) or
         DEFAULT_STATE_DIR,
         sandbox=sandbox, env=env, human=human or None, person=person,
+        read_by_person=person or read_by_person,
         inherit_stdin=inherit_stdin, handle_signals=whole_process,
         reap_orphans=whole_process, keep_events=keep_events)
 

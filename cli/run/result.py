@@ -145,13 +145,13 @@ class Collector:
         self.audience = "agent"
         self.message: Optional[str] = None
         self.asked_next: Optional[list[str]] = None
-        # Set by the runner: the run's policy, and whether its caller asks
-        # a person what the tool needs (the rich view, the MCP server).
+        # Set by the runner: the run's policy, and whether a person reads
+        # the run (the rich view at a terminal, the MCP server's page).
         self.policy: Optional[RunPolicy] = None
         # Set when the run is sandboxed: what to say on an error that
         # looks like a denial (the box, and the manifest field to change).
         self.sandbox_note: Optional[Callable[[], str]] = None
-        self.person = False
+        self.read_by_person = False  # asked or not: nothing for an agent
         self.progress: Optional[tuple[float, float]] = None  # (%, when)
         self._stderr = bytearray()
 
@@ -225,8 +225,8 @@ class Collector:
     def _input_needed(self, event: InputNeeded) -> InputNeeded:
         """Remember the question. One only a person may answer (the tool
         says so, or it names an argument only a person may give) has no
-        ``next`` an agent could run to answer it; when no person will be
-        asked here, it tells the agent to hand the command to a person."""
+        ``next`` an agent could run to answer it; when an agent reads the
+        run, it tells the agent to hand the command to a person."""
         self.fields, self.message = event.fields, event.message
         self.next = self.asked_next = event.next
         schema = getattr(getattr(self.policy, "spec", None), "args_schema",
@@ -236,7 +236,7 @@ class Collector:
                 set(human_names(schema)) & set(event.fields or ()):
             self.next = None
             event = InputNeeded(event.message, event.fields, "human", None)
-            if not self.person and self.policy is not None:
+            if not self.read_by_person and self.policy is not None:
                 import shlex
                 event.message += (
                     "\n\nacor: only a person may answer this. Do not answer "

@@ -109,6 +109,10 @@ def test_not_asked_the_panel_keeps_the_reason(remover):
                      if line.startswith("│"))
     assert "Delete victim?" in panel
     assert "reason:" not in term.plain
+    # What the person reads is written for them, not the agent's hand-over
+    assert "Do not answer" not in term.plain, term.plain
+    assert "Needs your input: run acor remover victim without --no-input" \
+        in " ".join(term.plain.split()), term.plain
 
 
 def test_an_approval_piped_is_unchanged(remover):
