@@ -160,7 +160,7 @@ def cache_path(root: str, config_path: str | None) -> str:
     return os.path.join(cache_dir(), _cache_name(root, config_path))
 
 
-def _key(root: str, config_path: str | None) -> list[object]:
+def key(root: str, config_path: str | None) -> list[object]:
     """What a cache entry is for: the project, its config, the interpreter
     and where else tools are looked for (the user's tools dir, and whether
     packages' tools are, see :mod:`acor.cli.discovery.sources`)."""
@@ -172,8 +172,8 @@ def _key(root: str, config_path: str | None) -> list[object]:
 
 
 def _cache_name(root: str, config_path: str | None) -> str:
-    key = "\0".join(str(part) for part in _key(root, config_path))
-    digest = _sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    text = "\0".join(str(part) for part in key(root, config_path))
+    digest = _sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     return f"registry-{digest[:16]}.marshal"
 
 
@@ -290,9 +290,28 @@ class Fingerprint:
                              else _sig(st, light)])
 
 
+def unchanged(entries: list[list[Any]]) -> bool:
+    """Whether every path a fingerprint recorded (its ``entries``) still
+    has the signature it had: the one test of a scan's validity, for the
+    file and for a registry a long-lived process keeps (see
+    :class:`acor.cli.discovery.registry.Kept`)."""
+    for entry_path, light, sig in entries:
+        if signature(entry_path, light) != sig:
+            return False
+    return True
+
+
 def read(root: str, config_path: str | None) -> Any:
     """The payload saved for this project if nothing it depends on changed,
     else None. Never raises: a bad cache is just a miss."""
+    found = read_entry(root, config_path)
+    return None if found is None else found[0]
+
+
+def read_entry(root: str, config_path: str | None
+               ) -> tuple[Any, list[list[Any]]] | None:
+    """:func:`read`'s payload with the fingerprint it was checked
+    against, or None."""
     folder, _ = _open_dir(cache_dir())
     if folder is None:
         return None
@@ -306,12 +325,12 @@ def read(root: str, config_path: str | None) -> Any:
             return None
         data = marshal.loads(raw)
         if data["format"] != FORMAT or \
-                data["key"] != _key(root, config_path):
+                data["key"] != key(root, config_path):
             return None
-        for entry_path, light, sig in data["fingerprint"]:
-            if signature(entry_path, light) != sig:
-                return None
-        return data["payload"]
+        entries = data["fingerprint"]
+        if not unchanged(entries):
+            return None
+        return data["payload"], entries
     except (Unsafe, OSError, ValueError, EOFError, KeyError, TypeError,
             RecursionError):
         return None
@@ -329,7 +348,7 @@ def write(root: str, config_path: str | None, fingerprint: Fingerprint,
         return False
     try:
         blob = marshal.dumps({"format": FORMAT,
-                              "key": _key(root, config_path),
+                              "key": key(root, config_path),
                               "fingerprint": fingerprint.entries,
                               "payload": payload})
     except ValueError:  # a value marshal cannot hold: no cache
