@@ -27,7 +27,10 @@ and each program a manifest points at (light signature: mode, inode and
 owner only, so editing a tool's code does not force a rescan, but
 ``chmod``, ``chown`` or replacing it does), and the user's trust file.
 A path recorded as missing (null) must still be missing. Any difference
-means rescan.
+means rescan. :func:`unchanged` is that check; a long-lived process
+(``acor mcp``) also applies it to the registry it keeps parsed in memory
+(:class:`acor.cli.discovery.registry.Kept`), with the same key and
+fingerprint, so a call there reads no cache file at all.
 
 Writes take a lock (``flock`` on ``<file>.lock``) and go through a new temp file
 in the same directory plus ``os.replace``, so readers never see a torn file

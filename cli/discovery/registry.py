@@ -11,7 +11,9 @@ folder. When two manifests claim one name, the first tools dir wins
 shadowed.
 
 Scanning is the cold path; :func:`load_registry` serves a warm run from
-:mod:`acor.cli.discovery.cache` with a few ``stat()`` calls.
+:mod:`acor.cli.discovery.cache` with a few ``stat()`` calls, and a
+long-lived process (``acor mcp``) from the registry it kept
+(:class:`Kept`) under the same check, without reading the file.
 """
 
 from __future__ import annotations
