@@ -14,6 +14,13 @@ is not the server's time). Each function returns its samples in seconds.
   that answers in its own process (bench/tools/sdk_server.py), in
   alternating rounds through the same client code. Targets: at most 4x the
   SDK server, and at most 8 ms median.
+* call_1000_tools: one `tools/call` in a project of 1,000 tools against
+  the same call in a project of one, alternating rounds, each session
+  having listed its tools first (as an SDK client does, so the check for
+  a changed list runs after every call): what the size of the project
+  costs a call. The server keeps its registry between calls and checks
+  it with a stat of each path discovery depends on (about 2,000 here),
+  before the call and after it.
 * concurrent_calls: 10 calls sent at once, until all 10 are answered,
   against 10 times one call: how far concurrent calls use the cores.
 * warm_fork: the warm start alone: a trivial Python program forked from
@@ -115,6 +122,28 @@ def call_vs_sdk() -> Result:
     return result
 
 
+def call_1000_tools() -> Result:
+    with tempfile.TemporaryDirectory(prefix="acor-mcp-bench-") as work:
+        env = _env(work)
+        big = _session(_project(work, TOOLS), env)
+        small = _session(_ping_project(work), env)
+        try:
+            for session in (big, small):
+                session.notify("notifications/initialized")
+                session.request("tools/list")
+            big_samples, small_samples = alternate(
+                lambda: _timed_call(big, "tool0000", {"path": "x"}),
+                lambda: _timed_call(small), CALLS, warmup=5)
+        finally:
+            big.close()
+            small.close()
+    return ratio_result(
+        "MCP call, 1,000 tools", "`tools/call` with 1,000 tools / with 1 "
+        "tool, after a listing, median of per-round ratios", big_samples,
+        small_samples, 3.0, detail=f"1,000 tools {_ms(big_samples)}, "
+        f"1 tool {_ms(small_samples)}")
+
+
 def concurrent_calls() -> Result:
     """Speed-up of 10 concurrent calls over 10 calls one after another."""
     with tempfile.TemporaryDirectory(prefix="acor-mcp-bench-") as work:
@@ -200,12 +229,13 @@ def acor_run_per_run() -> list[float]:
     return samples
 
 
-def _timed_call(session) -> float:
+def _timed_call(session, name="ping", arguments=None) -> float:
     started = time.perf_counter()
-    result = session.request("tools/call", {"name": "ping", "arguments": {}})
+    result = session.request("tools/call", {"name": name,
+                                            "arguments": arguments or {}})
     elapsed = time.perf_counter() - started
     if result.get("isError"):
-        raise RuntimeError(f"ping failed: {result}")
+        raise RuntimeError(f"{name} failed: {result}")
     return elapsed
 
 

@@ -23,6 +23,7 @@ ROWS = (
     ("tools_list_1000", "MCP tools/list",
      "`tools/list` with 1,000 tools, warm cache", 0.1, "ms"),
     ("call_vs_sdk", "MCP call vs in-process SDK server", "", 4.0, "x"),
+    ("call_1000_tools", "MCP call, 1,000 tools", "", 3.0, "x"),
     ("concurrent_calls", "MCP, 10 concurrent calls", "", 1.2, "x faster"),
     ("warm_fork", "warm start, fork to reaped exit",
      "a trivial program forked from the warm start", 0.005, "ms"),

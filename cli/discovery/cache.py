@@ -27,7 +27,10 @@ and each program a manifest points at (light signature: mode, inode and
 owner only, so editing a tool's code does not force a rescan, but
 ``chmod``, ``chown`` or replacing it does), and the user's trust file.
 A path recorded as missing (null) must still be missing. Any difference
-means rescan.
+means rescan. :func:`unchanged` is that check; a long-lived process
+(``acor mcp``) also applies it to the registry it keeps parsed in memory
+(:class:`acor.cli.discovery.registry.Kept`), with the same key and
+fingerprint, so a call there reads no cache file at all.
 
 Writes take a lock (``flock`` on ``<file>.lock``) and go through a new temp file
 in the same directory plus ``os.replace``, so readers never see a torn file
@@ -160,7 +163,7 @@ def cache_path(root: str, config_path: str | None) -> str:
     return os.path.join(cache_dir(), _cache_name(root, config_path))
 
 
-def _key(root: str, config_path: str | None) -> list[object]:
+def key(root: str, config_path: str | None) -> list[object]:
     """What a cache entry is for: the project, its config, the interpreter
     and where else tools are looked for (the user's tools dir, and whether
     packages' tools are, see :mod:`acor.cli.discovery.sources`)."""
@@ -172,8 +175,8 @@ def _key(root: str, config_path: str | None) -> list[object]:
 
 
 def _cache_name(root: str, config_path: str | None) -> str:
-    key = "\0".join(str(part) for part in _key(root, config_path))
-    digest = _sha256(key.encode("utf-8", "surrogateescape")).hexdigest()
+    text = "\0".join(str(part) for part in key(root, config_path))
+    digest = _sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
     return f"registry-{digest[:16]}.marshal"
 
 
@@ -290,9 +293,28 @@ class Fingerprint:
                              else _sig(st, light)])
 
 
+def unchanged(entries: list[list[Any]]) -> bool:
+    """Whether every path a fingerprint recorded (its ``entries``) still
+    has the signature it had: the one test of a scan's validity, for the
+    file and for a registry a long-lived process keeps (see
+    :class:`acor.cli.discovery.registry.Kept`)."""
+    for entry_path, light, sig in entries:
+        if signature(entry_path, light) != sig:
+            return False
+    return True
+
+
 def read(root: str, config_path: str | None) -> Any:
     """The payload saved for this project if nothing it depends on changed,
     else None. Never raises: a bad cache is just a miss."""
+    found = read_entry(root, config_path)
+    return None if found is None else found[0]
+
+
+def read_entry(root: str, config_path: str | None
+               ) -> tuple[Any, list[list[Any]]] | None:
+    """:func:`read`'s payload with the fingerprint it was checked
+    against, or None."""
     folder, _ = _open_dir(cache_dir())
     if folder is None:
         return None
@@ -306,12 +328,12 @@ def read(root: str, config_path: str | None) -> Any:
             return None
         data = marshal.loads(raw)
         if data["format"] != FORMAT or \
-                data["key"] != _key(root, config_path):
+                data["key"] != key(root, config_path):
             return None
-        for entry_path, light, sig in data["fingerprint"]:
-            if signature(entry_path, light) != sig:
-                return None
-        return data["payload"]
+        entries = data["fingerprint"]
+        if not unchanged(entries):
+            return None
+        return data["payload"], entries
     except (Unsafe, OSError, ValueError, EOFError, KeyError, TypeError,
             RecursionError):
         return None
@@ -329,7 +351,7 @@ def write(root: str, config_path: str | None, fingerprint: Fingerprint,
         return False
     try:
         blob = marshal.dumps({"format": FORMAT,
-                              "key": _key(root, config_path),
+                              "key": key(root, config_path),
                               "fingerprint": fingerprint.entries,
                               "payload": payload})
     except ValueError:  # a value marshal cannot hold: no cache

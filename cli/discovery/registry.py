@@ -11,7 +11,9 @@ folder. When two manifests claim one name, the first tools dir wins
 shadowed.
 
 Scanning is the cold path; :func:`load_registry` serves a warm run from
-:mod:`acor.cli.discovery.cache` with a few ``stat()`` calls.
+:mod:`acor.cli.discovery.cache` with a few ``stat()`` calls, and a
+long-lived process (``acor mcp``) from the registry it kept
+(:class:`Kept`) under the same check, without reading the file.
 """
 
 from __future__ import annotations
@@ -40,8 +42,8 @@ if TYPE_CHECKING:
     # What a tools dir's entry gives: its tools, and the refused ones.
     Loaded = tuple[list[ToolSpec], list[ManifestError]]
 
-__all__ = ["Registry", "Skipped", "Shadowed", "ToolSpec", "load_registry",
-           "scan"]
+__all__ = ["Kept", "Registry", "Skipped", "Shadowed", "ToolSpec",
+           "load_registry", "scan"]
 
 
 class Skipped(Record):
@@ -128,24 +130,55 @@ class Registry:
                    [Shadowed.from_dict(s) for s in data["shadowed"]])
 
 
+class Kept:
+    """The last registry a long-lived process (``acor mcp``) discovered,
+    kept parsed with what the cache would key and fingerprint it by: a
+    load that finds the same key and every fingerprinted path unchanged
+    (:func:`acor.cli.discovery.cache.unchanged`) is served it as it is,
+    without reading the cache file or building a thousand records again.
+    The registry is shared by the loads it serves: nobody changes one
+    (:func:`_pinned` works on a copy). Safe across threads: what is kept
+    is one tuple, replaced whole."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: tuple[list[object], list[list[Any]], Registry] | None \
+            = None
+
+    def get(self, key: list[object]) -> Registry | None:
+        """The kept registry if it is still what a scan would find."""
+        held = self._held
+        if held is None or held[0] != key or not cache.unchanged(held[1]):
+            return None
+        return held[2]
+
+    def keep(self, key: list[object], entries: list[list[Any]],
+             registry: Registry) -> None:
+        self._held = (key, entries, registry)
+
+
 def load_registry(cwd: str | None = None, config_path: str | None = None,
-                  pinned: bool = True) -> Registry:
+                  pinned: bool = True, kept: Kept | None = None) -> Registry:
     """The registry for ``cwd`` (default: the current directory).
 
     ``config_path`` is ``--config``; ``$ACOR_CONFIG`` is honoured too.
     Served from the cache when nothing changed (``ACOR_NO_CACHE=1``
-    bypasses it). With ``pinned`` (all but ``acor lock``), a tool that is
-    not what the project's ``acor.lock`` pins is moved to the skipped
+    bypasses it), and from ``kept`` before that (a :class:`Kept`: a
+    long-lived process's last registry, under the same test). With
+    ``pinned`` (all but ``acor lock``), a tool that is not what the
+    project's ``acor.lock`` pins is moved to the skipped
     (:mod:`cli.discovery.lock`). Raises
     :class:`acor.cli.discovery.config.ConfigError` only.
     """
-    registry = _discovered(cwd, config_path)
+    registry = _discovered(cwd, config_path, kept)
     return _pinned(registry) if pinned else registry
 
 
 def _pinned(registry: Registry) -> Registry:
     """``registry`` with every tool that drifted from the project's lock
-    moved to its skipped manifests, saying what changed."""
+    moved to its skipped manifests, saying what changed (a copy: the one
+    given may be kept, see :class:`Kept`)."""
     from acor.cli.discovery.lock import lock_path
     if not os.path.lexists(lock_path(registry.config.root)):
         return registry  # no lock: no hashing, nothing more imported
@@ -155,6 +188,9 @@ def _pinned(registry: Registry) -> Registry:
         found = drift(registry)
     except LockProblem as exc:  # fail closed: no tool is served
         found = {name: [exc.reason] for name in registry.tools}
+    if found:
+        registry = Registry(registry.config, dict(registry.tools),
+                            list(registry.skipped), list(registry.shadowed))
     for name, changed in found.items():
         spec = registry.tools.pop(name)
         registry.skipped.append(Skipped(
@@ -164,8 +200,10 @@ def _pinned(registry: Registry) -> Registry:
     return registry
 
 
-def _discovered(cwd: str | None, config_path: str | None) -> Registry:
-    """The registry as discovery finds it: from the cache, else a scan."""
+def _discovered(cwd: str | None, config_path: str | None,
+                kept: Kept | None) -> Registry:
+    """The registry as discovery finds it: the one ``kept``, else from the
+    cache, else a scan."""
     try:
         cwd = os.path.abspath(cwd or os.getcwd())
     except FileNotFoundError:
@@ -174,20 +212,38 @@ def _discovered(cwd: str | None, config_path: str | None) -> Registry:
     path = find_config(cwd, config_path)
     root = config_root(path, cwd)
     caching = os.environ.get("ACOR_NO_CACHE", "") in ("", "0")
-    if caching:
-        payload = cache.read(root, path)
-        if payload is not None:
-            try:
-                return Registry.from_dict(payload)
-            except (KeyError, TypeError, ValueError, AttributeError):
-                pass  # written by another version: rescan
+    if not caching:
+        return scan(read_config(path, cwd), _config_fingerprint(path))
+    key = cache.key(root, path)
+    if kept is not None:
+        registry = kept.get(key)
+        if registry is not None:
+            return registry
+    found = cache.read_entry(root, path)
+    if found is not None:
+        try:
+            registry = Registry.from_dict(found[0])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            pass  # written by another version: rescan
+        else:
+            if kept is not None:
+                kept.keep(key, found[1], registry)
+            return registry
+    fingerprint = _config_fingerprint(path)
+    registry = scan(read_config(path, cwd), fingerprint)
+    cache.write(root, path, fingerprint, registry.to_cache())
+    if kept is not None and not fingerprint.racy:
+        kept.keep(key, fingerprint.entries, registry)
+    return registry
+
+
+def _config_fingerprint(path: str | None) -> cache.Fingerprint:
+    """A scan's fingerprint, the config file stat'ed first (before it is
+    read: see :class:`acor.cli.discovery.cache.Fingerprint`)."""
     fingerprint = cache.Fingerprint()
     if path is not None:
-        fingerprint.stat(path)  # before reading it: see Fingerprint
-    registry = scan(read_config(path, cwd), fingerprint)
-    if caching:
-        cache.write(root, path, fingerprint, registry.to_cache())
-    return registry
+        fingerprint.stat(path)
+    return fingerprint
 
 
 def scan(config: Config, fingerprint: cache.Fingerprint | None = None

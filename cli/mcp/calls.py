@@ -18,11 +18,10 @@ arguments is answered by the client, never by this server
 saying what is needed, from whom, and the exact next call.
 """
 
-import os
 import traceback
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import anyio
 import anyio.to_thread
@@ -41,20 +40,16 @@ from acor.cli.mcp.pages import Pages
 from acor.cli.mcp.progress import ProgressRelay
 from acor.cli.mcp.questions import (Context, FormQuestion, Gathered,
                                     PageQuestion, Unanswered, form_of,
-                                    how_to_ask, not_asked, with_text)
+                                    how_to_ask, not_asked, with_answers,
+                                    with_text)
 from acor.cli.mcp.retry import SealedRetry, mint, read_state
 from acor.cli.mcp.tools import Catalog, tool_args
-from acor.cli.output.budget import Budget
 from acor.cli.output.formats import write_stderr
-from acor.cli.output.spill import output_dir
 from acor.cli.run.own_secrets import host_secrets
-from acor.cli.run.request import RunRequest, build_request
+from acor.cli.run.request import build_request
 from acor.cli.run.result import RunResult
 from acor.cli.signals import Cancel
 from acor.cli.textsafe import clean_event, strip_terminal
-
-if TYPE_CHECKING:  # the Protocol exists for mypy only
-    from acor.cli.run.relay import Sink
 
 MAX_ROUNDS = 5        # questions one call may ask before giving up
 CONCURRENT_RUNS = 64  # tools running at once; further calls wait their turn
@@ -81,9 +76,13 @@ class CallHandler:
         self.pages = Pages()
 
     async def __call__(self, ctx: Context,
-                       params: types.CallToolRequestParams
+                       params: types.CallToolRequestParams,
+                       registry: Registry | None = None
                        ) -> types.CallToolResult | types.InputRequiredResult:
-        registry = await anyio.to_thread.run_sync(self.catalog.registry)
+        """The call; ``registry``: the one a layer in front (the tasks
+        extension) already loaded for this request, else loaded here."""
+        if registry is None:
+            registry = await anyio.to_thread.run_sync(self.catalog.registry)
         spec = self.catalog.get(registry, params.name)
         if spec is None:
             skipped = registry.skipped_named(params.name)
@@ -148,7 +147,7 @@ class CallHandler:
         request = build_request(spec, argv, registry=registry,
                                 timeout=self.timeout, person=True,
                                 human=human, keep_events=False)
-        budgeted = _budget(sink, request)
+        budgeted = results.budgeted(sink, request)
 
         def work() -> RunResult:
             result = self._run_tool(request, sink=budgeted, cancel=cancel)
@@ -179,15 +178,6 @@ class CallHandler:
             # file reused the Cancel's descriptor.
             cancel.close()
         return result
-
-
-def _budget(sink: "Sink", request: RunRequest) -> "Sink":
-    """``sink`` within the run's output budget (0: none), its whole output
-    spilled under the state dir: both worked out in the request."""
-    if not request.max_output:
-        return sink
-    return Budget(sink, request.max_output, output_dir(request.state_dir),
-                  request.tool, results.mcp_cost)
 
 
 class _Sink:
@@ -271,16 +261,17 @@ class PlainCall:
         """One run, and its reply; None: answered, run again."""
         spec, gathered = self.spec, self.gathered
         try:
-            argv = call_argv(spec, _merge(self.arguments, gathered.answers,
-                                          gathered.session, self.schema))
+            argv = call_argv(spec, with_answers(
+                self.arguments, gathered.answers, gathered.session,
+                self.schema))
         except UsageError as exc:
             return results.usage_result(spec.name, exc)
         result = await self._run(spec, argv, self.registry,
                                  human=gathered.take_human())
         reply = results.call_result(
             result, protocol_version=self.ctx.protocol_version,
-            cwd=_run_cwd(spec, self.registry), served=self.served)
-        needed = _input_needed(result)
+            cwd=results.ran_in(spec, self.registry), served=self.served)
+        needed = results.input_needed(result)
         if needed is None:
             return reply
         gathered.session = result.session or gathered.session
@@ -348,29 +339,3 @@ class Run(Protocol):
     async def __call__(self, spec: ToolSpec, argv: list[str],
                        registry: Registry, *,
                        human: dict[str, Any] | None = None) -> RunResult: ...
-
-
-def _merge(arguments: dict[str, Any], answers: dict[str, Any],
-           session: str | None, schema: dict[str, Any] | None
-           ) -> dict[str, Any]:
-    values = {**arguments, **answers}
-    # A tool that resumes by a "session" argument continues its own run.
-    if session and schema and "session" in schema.get("properties", {}) \
-            and "session" not in values:
-        values["session"] = session
-    return values
-
-
-def _run_cwd(spec: ToolSpec, registry: Registry) -> str:
-    """Where the runner ran the tool (as ``acor TOOL`` does)."""
-    if spec.cwd_mode == "project":
-        root: str = registry.config.root
-        return root
-    return os.getcwd()
-
-
-def _input_needed(result: RunResult) -> InputNeeded | None:
-    if result.exit_code != 3:
-        return None
-    found = [e for e in result.events or () if isinstance(e, InputNeeded)]
-    return found[-1] if found else None

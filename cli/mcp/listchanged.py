@@ -3,12 +3,18 @@ was served are no longer the ones it would be served.
 
 The served set changes while ``acor mcp`` runs: a tool is added or removed,
 its manifest or its function is edited, or ``acor.lock`` stops serving it
-(:mod:`acor.cli.discovery.lock`). Discovery is re-read on every listing and
-every call (:mod:`acor.cli.mcp.tools`), so the server learns of a change
-there: after each ``tools/call`` it compares the digest of the listing it
-would send now (every served tool's name and definition, as in
+(:mod:`acor.cli.discovery.lock`). Discovery is checked on every listing
+and every call (:mod:`acor.cli.mcp.tools`), so the server learns of a
+change there: after each ``tools/call`` it compares the digest of the
+listing it would send now (every served tool's name and definition, as in
 ``tools/list``) with the last one each client was sent, and tells the
-client when they differ.
+client when they differ. That check costs a ``stat()`` of each path
+discovery depends on: while none moved, the catalog hands back the very
+registry the call ran with and the listing already built from it, whose
+digest is known, so nothing is listed or hashed again. It is made after
+the call, not taken from the registry the call started with, because the
+call itself may have changed the tools (a tool that writes a tool, or
+edits its own manifest, as the conformance suite's does).
 
 * Before 2026-07-28, a client has a connection of its own: the
   notification goes to that client, on the call's own stream (so a

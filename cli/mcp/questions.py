@@ -294,3 +294,16 @@ class Gathered:
         about to start."""
         human, self.human = {**self.preset, **self.human}, {}
         return human or None
+
+
+def with_answers(arguments: Answers, answers: Answers, session: str | None,
+                 schema: dict[str, Any] | None) -> Answers:
+    """A call's ``arguments`` with what was answered since, and the
+    session the tool checkpointed when its schema takes one: what the
+    tool is run with again (a plain call and a task alike)."""
+    values = {**arguments, **answers}
+    # A tool that resumes by a "session" argument continues its own run.
+    if session and schema and "session" in schema.get("properties", {}) \
+            and "session" not in values:
+        values["session"] = session
+    return values

@@ -26,24 +26,32 @@ import mimetypes
 import os
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from acor.events import (AIDirective, Checkpoint, Error, Event, Heartbeat,
                          InputNeeded, Output, OutputData, OutputFiles,
                          Progress, Result, Session, Status, Stderr,
                          Suggestions, Text, Unknown)
 
+from acor.cli.discovery.registry import Registry
+from acor.cli.discovery.spec import ToolSpec
 from acor.cli.errors import UsageError
 from acor.cli.handlers import EventHandler
+from acor.cli.output.budget import Budget
 from acor.cli.output.cost import RESULT_RESERVE, Cost
 from acor.cli.output.jsonline import json_line
 from acor.cli.output.notes import Note
+from acor.cli.output.spill import output_dir
 
 from acor.cli.mcp.nextcall import next_text
 from acor.cli.mcp.tools import ServedTools
 from acor.cli.mcp.versions import MODERN_VERSIONS
+from acor.cli.run.request import RunRequest, run_directory
 from acor.cli.run.result import RunResult
 from acor.cli.textsafe import clean_value, printable, strip_terminal
+
+if TYPE_CHECKING:  # the Protocol exists for mypy only
+    from acor.cli.run.relay import Sink
 
 Block = dict[str, Any]  # a content block, a result, its _meta: JSON
 
@@ -524,3 +532,29 @@ class McpCost(Cost):
 
 
 mcp_cost = McpCost()
+
+
+def budgeted(sink: "Sink", request: RunRequest) -> "Sink":
+    """``sink`` within the run's output budget (0: none), its whole output
+    spilled under the state dir (both worked out in the request), each
+    event costed as a result shows it: for a plain call and a task."""
+    if not request.max_output:
+        return sink
+    return Budget(sink, request.max_output, output_dir(request.state_dir),
+                  request.tool, mcp_cost)
+
+
+def input_needed(result: RunResult) -> InputNeeded | None:
+    """The Input Needed a run ended with (its last), or None."""
+    if result.exit_code != 3:
+        return None
+    found = [e for e in result.events or () if isinstance(e, InputNeeded)]
+    return found[-1] if found else None
+
+
+def ran_in(spec: ToolSpec, registry: Registry) -> str:
+    """Where the runner ran ``spec`` for an MCP call (which names no
+    directory of its own): the rule of
+    :func:`acor.cli.run.request.run_directory`, else the server's
+    directory. A result's file paths are relative to it."""
+    return run_directory(spec, registry.config, None) or os.getcwd()

@@ -35,8 +35,7 @@ from acor.cli.arguments import call_argv
 from acor.cli.errors import UsageError
 from acor.cli.approval import fields_of, for_person
 from acor.cli.mcp import results
-from acor.cli.mcp.calls import _budget, _merge, _run_cwd
-from acor.cli.mcp.questions import form_of
+from acor.cli.mcp.questions import form_of, with_answers
 from acor.cli.mcp.tools import tool_args
 from acor.cli.mcp.versions import MODERN_VERSIONS
 from acor.cli.output.formats import write_stderr
@@ -57,7 +56,9 @@ NOTE_EVERY_S = 1.0    # progress written to the store at most this often
 ANSWER_POLL_S = 1.0   # an answer given to another server is seen this soon
 _NOT_FOUND = "Failed to retrieve task: Task not found"
 
-Handler = Callable[[Any, types.CallToolRequestParams], Awaitable[Any]]
+# The plain call (acor.cli.mcp.calls.CallHandler): the context, the
+# params, and the registry this request already loaded (None: load it).
+Handler = Callable[[Any, types.CallToolRequestParams, Any], Awaitable[Any]]
 # Typed names for the untyped helpers this module shares with the call path.
 _clean_event: Callable[[Any], Any] = clean_event
 _utf8_safe: Callable[[Any], Any] = results.utf8_safe
@@ -258,21 +259,21 @@ class Tasks:
                         params: types.CallToolRequestParams) -> Any:
         if ctx.protocol_version not in MODERN_VERSIONS or \
                 params.request_state is not None:
-            return await self.plain(ctx, params)
+            return await self.plain(ctx, params, None)
         registry = await anyio.to_thread.run_sync(self.catalog.registry)
         spec = self.catalog.get(registry, params.name)
         mode = getattr(spec, "task", None) if spec is not None else None
-        if mode is None:
-            return await self.plain(ctx, params)
+        if mode is None:  # a plain call, on the registry found here
+            return await self.plain(ctx, params, registry)
         if not declares_tasks(ctx.meta):
             if mode == "required":
                 raise _missing_capability(f"the tool {params.name!r}")
-            return await self.plain(ctx, params)
+            return await self.plain(ctx, params, registry)
         arguments = dict(params.arguments or {})
         try:
             call_argv(spec, arguments)
         except UsageError:  # answered at once, as without a task
-            return await self.plain(ctx, params)
+            return await self.plain(ctx, params, registry)
         task = await anyio.to_thread.run_sync(
             self.create, spec, arguments, identity(ctx),
             ctx.protocol_version)
@@ -341,8 +342,8 @@ class Tasks:
         version = task.request.get("version") or MODERN_VERSIONS[-1]
         answers: dict[str, Any] = {}
         while True:
-            argv = self._argv(task.id, spec, _merge(arguments, answers,
-                                                    None, schema))
+            argv = self._argv(task.id, spec, with_answers(
+                arguments, answers, None, schema))
             if argv is None:
                 return
             result = self._run_once(task.id, spec, argv, registry, cancel)
@@ -353,8 +354,8 @@ class Tasks:
                 return
             reply = results.call_result(
                 result, protocol_version=version,
-                cwd=_run_cwd(spec, registry))
-            needed = _input_needed(result)
+                cwd=results.ran_in(spec, registry))
+            needed = results.input_needed(result)
             form = None if needed is None or task.request.get("pair") \
                 else self._form(needed, schema)
             if needed is None or form is None:
@@ -447,7 +448,8 @@ class Tasks:
         def spawned(pid: int) -> None:
             store.set_process(task_id, group.mark(pid))
         try:
-            result = self._run_tool(request, sink=_budget(sink, request),
+            result = self._run_tool(request,
+                                    sink=results.budgeted(sink, request),
                                     cancel=cancel, on_spawn=spawned)
         finally:
             store.set_process(task_id, None)
@@ -496,13 +498,6 @@ class Tasks:
             self._stop(task.id)  # ours: now; another server's: its keeper
         await anyio.to_thread.run_sync(stop)
         return {"resultType": "complete"}
-
-
-def _input_needed(result: Any) -> InputNeeded | None:
-    if result.exit_code != 3:
-        return None
-    found = [e for e in result.events if isinstance(e, InputNeeded)]
-    return found[-1] if found else None
 
 
 def _accepted(got: dict[str, Any], form: dict[str, Any]) -> dict[str, Any]:

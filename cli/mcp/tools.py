@@ -1,8 +1,10 @@
 """Which tools ``acor mcp`` serves, and how each one looks in ``tools/list``.
 
 One MCP tool per acor tool, from the same discovery as ``acor list``
-(re-read on every listing and call: a warm read is a few ``stat()`` calls,
-so a tool added while the server runs is served without a restart). The
+(checked on every listing and call: the registry the server last found is
+kept parsed, and served again while every path it depends on stats as it
+did (:class:`acor.cli.discovery.registry.Kept`), so a tool added or
+edited while the server runs is served without a restart). The
 input schema is the manifest's ``args`` without its ``x-acor`` keys; a tool
 without ``args`` takes its command line as ``{"argv": [strings]}``. Nothing
 is dropped silently: a tool whose name MCP cannot carry, and a manifest
@@ -15,7 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TextIO
 
-from acor.cli.discovery.registry import Registry, load_registry
+from acor.cli.discovery.registry import Kept, Registry, load_registry
 from acor.cli.discovery.spec import ToolSpec
 from acor.cli.run.request import output_budget
 
@@ -44,9 +46,10 @@ class UnknownTools(Exception):
 class Catalog:
     """The served tools: discovery, the ``--tools`` filter, MCP naming.
 
-    ``load`` returns a fresh :class:`acor.cli.discovery.registry.Registry`
-    (the warm, stat-validated cache makes that cheap); ``only`` is the
-    ``--tools`` set, or None for every tool.
+    ``load`` returns the current :class:`acor.cli.discovery.registry.Registry`
+    (the same object again while nothing it depends on changed: a listing
+    is built once per registry); ``only`` is the ``--tools`` set, or None
+    for every tool.
     """
 
     def __init__(self, load: Callable[[], Registry],
@@ -58,6 +61,8 @@ class Catalog:
         self._reported: set[str] = set()
         # name -> (what it depends on, the tool)
         self._built: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
+        # The registry last listed and its listing (replaced whole).
+        self._listed: tuple[Registry, list[dict[str, Any]]] | None = None
 
     @classmethod
     def of_project(cls, config_path: str | None,
@@ -65,8 +70,11 @@ class Catalog:
         """The project's tools, discovered afresh for each listing with
         ``config_path`` (``--config``; else ``ACOR_CONFIG``, else the
         nearest .acor/config.yaml): the one way the server, its HTTP
-        twin and ``acor mcp --client`` build their catalog."""
-        return cls(partial(load_registry, config_path=config_path), only)
+        twin and ``acor mcp --client`` build their catalog. The registry
+        is kept between loads while it is still what discovery would find
+        (:class:`acor.cli.discovery.registry.Kept`)."""
+        return cls(partial(load_registry, config_path=config_path,
+                           kept=Kept()), only)
 
     def registry(self) -> Registry:
         """The current registry; reports what cannot be served."""
@@ -108,14 +116,22 @@ class Catalog:
         """The tools served from ``registry``, by name."""
         return ServedTools(registry, self.only)
 
-    def listing(self) -> list[dict[str, Any]]:
-        """``tools/list``: one MCP tool (wire form) per served tool.
+    def listing(self, registry: Registry | None = None
+                ) -> list[dict[str, Any]]:
+        """``tools/list``: one MCP tool (wire form) per served tool, of
+        ``registry`` (None: the current one).
 
-        Each tool is built again only when its manifest changed: comparing
-        a few values costs far less than rebuilding 1,000 schemas."""
+        The same list again for the same registry (what the server keeps
+        while nothing changed); else each tool is built again only when its
+        manifest changed: comparing a few values costs far less than
+        rebuilding 1,000 schemas."""
+        if registry is None:
+            registry = self.registry()
+        listed = self._listed
+        if listed is not None and listed[0] is registry:
+            return listed[1]
         built: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         tools = []
-        registry = self.registry()
         for spec in self.served(registry):
             budget = output_budget(spec, registry.config)
             key = (spec.description, spec.usage, spec.args_public,
@@ -126,6 +142,7 @@ class Catalog:
             built[spec.name] = entry
             tools.append(entry[1])
         self._built = built  # one assignment: safe if listings overlap
+        self._listed = (registry, tools)
         return tools
 
     def _report(self, key: str, message: str) -> None:

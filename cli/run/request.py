@@ -135,7 +135,7 @@ def build_request(tool: str | ToolSpec, argv: Sequence[str] = (), *,
     return RunRequest(
         tool=name, spec=spec, registry=registry, refused=refused,
         argv=tuple(argv), command=tuple(command), cwd=cwd,
-        run_dir=_run_dir(spec, config, cwd),
+        run_dir=run_directory(spec, config, cwd),
         timeout=_first(DEFAULT_TIMEOUT, timeout,
                        spec.timeout if spec else None,
                        config.timeout if config else None),
@@ -190,7 +190,7 @@ def open_registry(config_path: Optional[str] = None,
         raise config_error(exc) from None
 
 
-def _run_dir(spec: Optional[ToolSpec], config: Optional[Config],
+def run_directory(spec: Optional[ToolSpec], config: Optional[Config],
              cwd: Optional[str]) -> Optional[str]:
     """Where the tool runs: the project root for ``cwd: project`` (when
     there is a project), else the caller's directory."""

@@ -127,17 +127,21 @@ async def test_tools_filter_serves_only_the_named_tools():
 
 
 def test_a_changed_manifest_is_listed_as_it_now_is():
+    """Discovery hands out a new registry when anything changed (and the
+    same one while nothing did): each is listed as it is."""
     greet = spec("greet", "v1", GREET_ARGS)
-    registry = FakeRegistry(greet)
-    catalog = Catalog(lambda: registry, log=io.StringIO())
+    current = [FakeRegistry(greet)]
+    catalog = Catalog(lambda: current[0], log=io.StringIO())
     first = catalog.listing()
-    assert catalog.listing()[0] is first[0]  # unchanged: not rebuilt
-    registry.tools["greet"] = spec("greet", "v2", {**GREET_ARGS,
-                                                   "required": []})
+    assert catalog.listing() is first  # the same registry: the same listing
+    current[0] = FakeRegistry(greet)
+    assert catalog.listing()[0] is first[0]  # unchanged tool: not rebuilt
+    current[0] = FakeRegistry(spec("greet", "v2", {**GREET_ARGS,
+                                                   "required": []}))
     (tool,) = catalog.listing()
     assert tool["description"] == "v2"
     assert tool["inputSchema"]["required"] == []
-    del registry.tools["greet"]
+    current[0] = FakeRegistry()
     assert catalog.listing() == []
 
 
