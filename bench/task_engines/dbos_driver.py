@@ -7,6 +7,9 @@
   serve EXECUTOR SECS   an executor that only serves, SECS long
   recover EXECUTOR DEAD an executor that recovers DEAD's pending workflows
                         (what acor would have to call itself), then serves
+  cancel KEY            cancel the workflow KEY another executor runs, from
+                        a client (no executor): how long until its status
+                        says so, and whether its running step goes on
 
 SO_DBOS_URL is the SQLAlchemy URL of the system database; SO_OUT the folder
 of the step logs.
@@ -16,12 +19,24 @@ import os
 import sys
 import time
 
-from dbos import DBOS, SetWorkflowID
+from dbos import DBOS, DBOSClient, SetWorkflowID
 
-from common import report
+from common import cancel_line, report, tick
 
 OUT = os.environ.get("SO_OUT", ".")
 what = sys.argv[1]
+if what == "cancel":
+    client = DBOSClient(system_database_url=os.environ["SO_DBOS_URL"])
+    start = time.time()
+    client.cancel_workflow(sys.argv[2])
+    while True:
+        status = client.retrieve_workflow(sys.argv[2]).get_status().status
+        if status not in ("PENDING", "ENQUEUED"):
+            break
+        time.sleep(0.02)
+    cancel_line("dbos", status, time.time() - start,
+                os.path.join(OUT, f"{sys.argv[2]}.ticks"))
+    sys.exit(0)
 executor = sys.argv[2] if what != "latency" else "bench"
 DBOS(config={"name": "acor-bench", "executor_id": executor,
              "system_database_url": os.environ["SO_DBOS_URL"],
@@ -32,7 +47,9 @@ DBOS(config={"name": "acor-bench", "executor_id": executor,
 def work(key: str, seconds: float) -> None:
     with open(os.path.join(OUT, f"{key}.log"), "a") as f:
         f.write(f"{time.time()} start {os.getpid()} {DBOS.executor_id}\n")
-    time.sleep(seconds)
+    for _ in range(int(seconds * 2)):
+        tick(os.path.join(OUT, f"{key}.ticks"))
+        time.sleep(0.5)
 
 
 @DBOS.workflow()

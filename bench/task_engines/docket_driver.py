@@ -18,7 +18,7 @@ from datetime import timedelta
 
 from docket import Docket, Worker
 
-from common import report
+from common import cancel_line, report, tick
 
 OUT = os.environ.get("SO_OUT", ".")
 
@@ -26,7 +26,9 @@ OUT = os.environ.get("SO_OUT", ".")
 async def acor_task(key: str, seconds: float) -> None:
     with open(os.path.join(OUT, f"{key}.log"), "a") as f:
         f.write(f"{time.time()} start {os.getpid()}\n")
-    await asyncio.sleep(seconds)
+    for _ in range(int(seconds * 2)):
+        tick(os.path.join(OUT, f"{key}.ticks"))
+        await asyncio.sleep(0.5)
 
 
 async def main(what: str, args: list[str]) -> None:
@@ -64,8 +66,9 @@ async def main(what: str, args: list[str]) -> None:
                 if state not in ("running", "scheduled", "queued"):
                     break
                 await asyncio.sleep(0.02)
-            print(f"docket cancel: {state} {time.time() - start:.2f} s "
-                  f"after the request")
+            seconds = time.time() - start
+            await asyncio.to_thread(cancel_line, "docket", state, seconds,
+                                    os.path.join(OUT, f"{args[0]}.ticks"))
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ import time
 
 from procrastinate import App, PsycopgConnector
 
-from common import report
+from common import cancel_line, report, tick
 
 # The app is built here, in the script run as __main__: procrastinate warns
 # that a worker importing the script would see another app; ours import none.
@@ -34,7 +34,9 @@ OUT = os.environ.get("SO_OUT", ".")
 async def acor_task(key: str, seconds: float) -> None:
     with open(os.path.join(OUT, f"{key}.log"), "a") as f:
         f.write(f"{time.time()} start {os.getpid()}\n")
-    await asyncio.sleep(seconds)
+    for _ in range(int(seconds * 2)):
+        tick(os.path.join(OUT, f"{key}.ticks"))
+        await asyncio.sleep(0.5)
 
 
 def _status(job: object) -> str:
@@ -85,8 +87,8 @@ def cancel(key: str) -> None:
             if status not in ("doing", "todo"):
                 break
             time.sleep(0.02)
-        print(f"procrastinate cancel: {status} "
-              f"{time.time() - start:.2f} s after the request")
+        cancel_line("procrastinate", status, time.time() - start,
+                    os.path.join(OUT, f"{key}.ticks"))
 
 
 if __name__ == "__main__":

@@ -138,4 +138,8 @@ if [ -n "$REDIS_PID" ]; then
     $DK cancel dk-cancel
     kill -9 $A; wait $A 2>/dev/null || true
 fi
+$DB run exD db-cancel 120 >/dev/null 2>&1 & A=$!
+started db-cancel
+$DB cancel db-cancel
+kill -9 $A; wait $A 2>/dev/null || true
 echo "== done; the venvs stay in $WORK"
