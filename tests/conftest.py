@@ -330,6 +330,24 @@ def pid_alive(pid):
         return False
 
 
+def children(pid, running):
+    """The live pids whose parent is ``pid`` and whose command line holds
+    ``running`` (Linux /proc)."""
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, IndexError, ValueError):
+            continue
+        if int(stat[1]) == pid and stat[0] != "Z" and \
+                running.encode() in cmdline:
+            found.append(int(entry))
+    return found
+
+
 def strings(value):
     """Every string of a JSON value, keys too."""
     if isinstance(value, dict):

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ACOR_SCRIPT
+from conftest import ACOR_SCRIPT, children
 from terminal import Terminal
 
 # A resumable tool: binds --session, resumes from its last checkpoint,
@@ -59,23 +59,6 @@ def acor(proj, *args, cwd=None):
     return subprocess.run([ACOR_SCRIPT, *args], cwd=cwd or proj.root,
                           env=proj.env, capture_output=True, text=True,
                           timeout=60)
-
-
-def children(pid, running):
-    """The pids whose parent is ``pid`` and whose command line holds
-    ``running`` (Linux /proc)."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                parent = int(f.read().rsplit(")", 1)[1].split()[1])
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except (OSError, IndexError, ValueError):
-            continue
-        if parent == pid and running.encode() in cmdline:
-            found.append(int(entry))
-    return found
 
 
 def listed(proj, cwd=None):

@@ -20,7 +20,7 @@ import time
 import pytest
 
 from acor import parse
-from conftest import REPO, base_env, headings
+from conftest import REPO, base_env, children, headings
 
 SAMPLE = REPO / "tools" / "csvprofile" / "sample" / "orders.csv"
 FILE = "data/orders.csv"  # relative to the project root, the same in every run
@@ -104,24 +104,6 @@ def read_until_checkpoints(proc, count, timeout=20):
         assert line is not None, "EOF before the checkpoints:\n" + "".join(seen)
         seen.append(line)
     return "".join(seen), lines
-
-
-def children(pid, running):
-    """The live pids whose parent is pid and whose command line holds
-    ``running`` (Linux /proc)."""
-    found = []
-    for entry in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            with open(f"/proc/{entry}/stat") as f:
-                stat = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except (OSError, IndexError, ValueError):
-            continue
-        if int(stat[1]) == pid and stat[0] != "Z" and \
-                running.encode() in cmdline:
-            found.append(int(entry))
-    return found
 
 
 # --- a killed run, resumed ---------------------------------------------------
