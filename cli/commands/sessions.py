@@ -240,19 +240,19 @@ def _run_of(state_dir: str, summary: SessionSummary,
             config_path: Optional[str]) -> _Run:
     """The recorded state of ``summary``'s session and its resume
     command: none while it runs (or may, on another host), nor after it
-    completed. ``config_path``: this listing's config; a run that read
-    another one resumes with ``--config`` naming it."""
+    completed, nor for a run that read another config than this
+    listing's ``config_path``."""
     record = session_record.read(state_dir, summary.tool, summary.session) \
         if summary.session else None
     if record is None:
         return _Run(None, None, None)
     state = session_record.state_of(record)
     argv = record["resume"] if state not in ("running", "unknown") else None
-    if argv is not None and record["config"] and \
-            record["config"] != config_path and not any(
-                word == "--config" or word.startswith("--config=")
-                for word in argv[:argv.index(summary.tool)]):
-        argv = [argv[0], "--config", record["config"], *argv[1:]]
+    if record["config"] != config_path:
+        # A run under another config resumes with that config, which the
+        # record names: a path a repository may have committed, so no
+        # command is offered; the state still shows.
+        argv = None
     return _Run(state, argv, record["cwd"])
 
 

@@ -136,17 +136,42 @@ def read(state_dir: str, tool: str, session: str
     return record if _well_formed(record, tool) else None
 
 
+# The options a resume command may give acor before the tool's name: none
+# that weakens what protects the person (``--no-sandbox``) or changes which
+# tools there are (``--config``): a repository may commit a record offering
+# them, and a person may paste what `acor sessions` offers.
+_SAFE_FLAGS = frozenset({"--no-input", "--sandbox"})
+_SAFE_VALUED = frozenset({"--format", "--timeout", "--idle-timeout",
+                          "--max-output"})
+
+
+def _offers_only_acor_on(resume: object, tool: str) -> bool:
+    """Whether ``resume`` is ``acor``, options that weaken nothing, then
+    ``tool`` and its own arguments."""
+    if not isinstance(resume, list) or resume[:1] != ["acor"] or \
+            not all(isinstance(word, str) for word in resume):
+        return False
+    index = 1
+    while index < len(resume) and resume[index] != tool:
+        word = resume[index]
+        flag = word.split("=", 1)[0]
+        if word in _SAFE_FLAGS or (flag in _SAFE_VALUED and "=" in word):
+            index += 1
+        elif word in _SAFE_VALUED:
+            index += 2
+        else:
+            return False
+    return index < len(resume)
+
+
 def _well_formed(record: object, tool: str) -> bool:
     """Whether ``record`` has this module's shape, and its command runs
-    ``acor`` on ``tool`` (a committed file cannot make `acor sessions`
-    offer any other command)."""
+    ``acor`` on ``tool`` with no option that weakens a protection (a
+    committed file cannot make `acor sessions` offer any other command)."""
     if not isinstance(record, dict) or record.get("format") != FORMAT:
         return False
     resume = record.get("resume")
-    if resume is not None and not (
-            isinstance(resume, list) and resume[:1] == ["acor"] and
-            all(isinstance(word, str) for word in resume) and
-            tool in resume[1:]):
+    if resume is not None and not _offers_only_acor_on(resume, tool):
         return False
     return (record.get("state") in ("running", *ENDINGS) and
             isinstance(record.get("pid"), int) and

@@ -188,6 +188,50 @@ def test_a_committed_record_cannot_offer_another_command(proj):
     assert "rm -rf" not in acor(proj, "sessions").stdout
 
 
+@pytest.mark.parametrize("before_tool", [
+    ["--no-sandbox"], ["--config", "/tmp/other.yaml"],
+    ["--config=/tmp/other.yaml"], ["--sandbox", "--no-sandbox"],
+    ["--unknown"]], ids=["no sandbox", "config", "config=", "both",
+                         "unknown"])
+def test_a_committed_record_cannot_offer_acor_a_weaker_run(proj,
+                                                          before_tool):
+    """Nor `acor --no-sandbox etl ...` or `acor --config X etl ...`: a
+    person pasting what `acor sessions` offers would unbox the tool, or
+    run another config's tools under its name."""
+    assert acor(proj, "etl", "--session", "s1").returncode == 0
+    record = proj.root / "state" / "etl" / ".s1.run"
+    data = json.loads(record.read_text())
+    data.update(state="failed",
+                resume=["acor", *before_tool, "etl", "--session", "s1"])
+    record.write_text(json.dumps(data))
+    session = listed(proj)["s1"]
+    assert session["state"] is None and session["resume"] is None
+    assert before_tool[-1] not in acor(proj, "sessions").stdout
+
+
+def test_a_record_of_another_config_offers_no_command(proj):
+    """The record names the config its run read: a path a repository may
+    have committed, so it is never put into a command; the state shows."""
+    assert acor(proj, "etl", "--session", "s1", "--mode",
+                "fail").returncode == 1
+    record = proj.root / "state" / "etl" / ".s1.run"
+    data = json.loads(record.read_text())
+    data.update(config="/tmp/other.yaml")
+    record.write_text(json.dumps(data))
+    session = listed(proj)["s1"]
+    assert session["state"] == "failed" and session["resume"] is None
+    assert "other.yaml" not in acor(proj, "sessions").stdout
+
+
+def test_safe_options_before_the_tool_stay_in_the_command(proj):
+    assert acor(proj, "--timeout", "30", "--sandbox", "etl", "--session",
+                "s1", "--mode", "fail").returncode == 1
+    session = listed(proj)["s1"]
+    assert session["resume"]["argv"] == [
+        "acor", "--timeout", "30", "--sandbox", "etl", "--session", "s1",
+        "--mode", "fail"]
+
+
 def test_clearing_a_session_clears_its_record(proj):
     assert acor(proj, "etl", "--session", "s1", "--mode",
                 "fail").returncode == 1
