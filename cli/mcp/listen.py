@@ -117,9 +117,10 @@ class ListenHandler:
                            "subscriptions/listen requires a request id")
         if self._open >= MAX_STREAMS:
             raise MCPError(types.INTERNAL_ERROR, "Subscription limit reached")
-        asked = _requested_ids(params.notifications)
-        if asked is not None and not declares_tasks(ctx.meta):
+        if "taskIds" in (params.notifications.model_extra or {}) and \
+                not declares_tasks(ctx.meta):
             raise missing_capability("subscriptions/listen with taskIds")
+        asked = _requested_ids(params.notifications)
         owner = identity(ctx)
         task_ids = await anyio.to_thread.run_sync(
             self._owned, asked or [], owner) if asked else []

@@ -112,6 +112,12 @@ def test_tasks_on_the_stream_keep_the_tools_list_changes(
         server, notify_project, tmp_path):
     go = tmp_path / "go"
     go.touch()
+    # Serving the stream declares nothing acor does not send.
+    declared = server.request("server/discover")["result"]["capabilities"]
+    assert declared["tools"] == {"listChanged": True}
+    assert declared["resources"] == {"subscribe": False,
+                                     "listChanged": False}
+    assert "prompts" not in declared
     server.request("tools/list")
     created = server.call("slow", {"go": str(go)})["result"]
     stream = server.listen({"toolsListChanged": True,
