@@ -23,7 +23,9 @@ edits its own manifest, as the conformance suite's does).
   by, and says ``listChanged: false``.
 * At 2026-07-28, change notifications reach only the clients that asked
   for them with ``subscriptions/listen``: the change is published on the
-  server's bus, and every open listen stream of this process gets it.
+  server's bus, and every open listen stream of this process
+  (:mod:`acor.cli.mcp.listen`, which carries the tasks' notifications on
+  the same stream) gets it.
 """
 
 import hashlib

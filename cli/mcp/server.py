@@ -18,8 +18,9 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import (RequestStateBoundary,
                                       RequestStateSecurity)
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler
-from mcp_types import PaginatedRequestParams, ServerCapabilities
+from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp_types import (PaginatedRequestParams, ServerCapabilities,
+                       SubscriptionsListenRequestParams)
 
 from acor import __version__
 
@@ -27,6 +28,7 @@ from acor.cli.mcp.calls import CallHandler, RunTool, protocol_error
 from acor.cli.mcp.handshake import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE
 from acor.cli.mcp.keys import shared_keys
 from acor.cli.mcp.listchanged import ListWatch
+from acor.cli.mcp.listen import ListenHandler
 from acor.cli.mcp.resources import install as install_resources
 from acor.cli.mcp.task_pair import install as install_task_pair
 from acor.cli.mcp.tasks import install as install_tasks
@@ -106,7 +108,6 @@ def build_server(catalog: Catalog, run: RunTool | None = None, *,
         instructions=INSTRUCTIONS,
         on_list_tools=list_tools,
         on_call_tool=CallHandler(catalog, run, timeout=timeout),
-        on_subscriptions_listen=ListenHandler(bus),
         connections=connections, one_process=one_process)
     # requestState leaves sealed (AES-GCM under a key of this process, or
     # ACOR_MCP_KEY's, shared by replicas) and comes back verified and bound
@@ -115,6 +116,12 @@ def build_server(catalog: Catalog, run: RunTool | None = None, *,
         request_state_security(key), default_audience=server.name))
     tasks = install_tasks(server, catalog, run, timeout)  # the extension
     install_task_pair(server, tasks)  # ... and for clients without it
+    # One listen stream for the list changes and the tasks' notifications
+    # (served, it makes the SDK declare listChanged: AcorServer sets back
+    # what acor does not send).
+    server.add_request_handler(
+        "subscriptions/listen", SubscriptionsListenRequestParams,
+        ListenHandler(bus, tasks))
     # After the tasks: a result a task delivers has its links rewritten too.
     install_resources(server, catalog, key)  # linked files, acor_read
     _watching_calls(server, watch)  # last: after whatever a call became

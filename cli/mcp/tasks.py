@@ -86,7 +86,8 @@ def identity(ctx: Any) -> str:
     return "token:" + hashlib.sha256(auth.encode()).hexdigest()[:32]
 
 
-def _missing_capability(what: str) -> MCPError:
+def missing_capability(what: str) -> MCPError:
+    """-32021 for a client without the extension, naming it."""
     return MCPError(MISSING_CAPABILITY, (
         f"Missing required client capability: {what} needs the Tasks "
         f"extension ({EXTENSION}); declare it in the request's _meta "
@@ -267,7 +268,7 @@ class Tasks:
             return await self.plain(ctx, params, registry)
         if not declares_tasks(ctx.meta):
             if mode == "required":
-                raise _missing_capability(f"the tool {params.name!r}")
+                raise missing_capability(f"the tool {params.name!r}")
             return await self.plain(ctx, params, registry)
         arguments = dict(params.arguments or {})
         try:
@@ -461,7 +462,7 @@ class Tasks:
 
     def _owned(self, ctx: Any, task_id: str) -> Task:
         if not declares_tasks(ctx.meta):
-            raise _missing_capability(ctx.method)
+            raise missing_capability(ctx.method)
         store = self.store()
         task = store.get(task_id, identity(ctx))
         if task is not None and task.expired(time.time()):
