@@ -1,7 +1,8 @@
 """``acor mcp``: the command that serves every tool to MCP clients, over
-stdio (:mod:`acor.cli.mcp.stdio`) or HTTP (:mod:`acor.cli.mcp.http`);
-:mod:`acor.cli.commands.mcp_config` writes a client's config for it. The
-MCP SDK is imported only once the server is about to serve."""
+stdio (:mod:`acor.cli.mcp.transports.stdio`) or HTTP
+(:mod:`acor.cli.mcp.transports.http`); :mod:`acor.cli.commands.mcp_config`
+writes a client's config for it. The MCP SDK is imported only once the
+server is about to serve."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from acor.events import Error
 
 from acor.cli.commands.mcp_config import CLIENTS, http_url, print_config, \
     print_http_config
-from acor.cli.mcp.http_options import HttpOptions, parse_http_options
+from acor.cli.mcp.transports.http_options import HttpOptions, parse_http_options
 from acor.cli.mcp.start import fail, parse_options, sdk_problem, start_problem
-from acor.cli.mcp.stdio import serve
+from acor.cli.mcp.transports.stdio import serve
 from acor.cli.mcp.tools import Catalog
 from acor.cli.run import own_secrets
 from acor.cli.textsafe import quote
@@ -148,6 +149,6 @@ def serve_http(options: HttpOptions) -> int:
         return fail(problem)
     # The SDK, starlette and uvicorn: imported only once they are known to
     # be there (an ImportError is no way to say the extra is missing).
-    from acor.cli.mcp.http import serve_http as serve_over_http
+    from acor.cli.mcp.transports.http import serve_http as serve_over_http
     code: int = serve_over_http(options)
     return code

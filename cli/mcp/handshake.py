@@ -3,8 +3,8 @@ written without the MCP SDK.
 
 An agent client gives a server about 1.5 s to answer its first request, and
 importing the SDK alone takes about 0.9 s here. So the stdio transport
-(:mod:`acor.cli.mcp.stdio`) answers the handshake every client opens with
-from here, in the standard library alone: ``initialize`` (protocol
+(:mod:`acor.cli.mcp.transports.stdio`) answers the handshake every client
+opens with from here, in the standard library alone: ``initialize`` (protocol
 versions up to 2025-11-25) or ``server/discover`` (2026-07-28), exactly as
 the SDK's server built by :mod:`acor.cli.mcp.server` would (the stdio
 transport compares the two; ``tests/launcher/mcp/test_mcp.py`` holds them

@@ -1,6 +1,6 @@
 """The MCP server: the SDK's low-level ``Server`` with acor's handlers,
-whatever the transport (:mod:`acor.cli.mcp.stdio_streams`,
-:mod:`acor.cli.mcp.http`).
+whatever the transport (:mod:`acor.cli.mcp.transports.stdio_streams`,
+:mod:`acor.cli.mcp.transports.http`).
 
 ``tools/list`` is answered from the catalog (:mod:`acor.cli.mcp.tools`),
 ``tools/call`` by :class:`acor.cli.mcp.calls.CallHandler`; requestState

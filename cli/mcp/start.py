@@ -1,6 +1,7 @@
 """What ``acor mcp`` checks before it serves, whatever the transport
-(:mod:`acor.cli.mcp.stdio`, :mod:`acor.cli.mcp.http`), and how a failure
-to start is reported.
+(:mod:`acor.cli.mcp.transports.stdio`,
+:mod:`acor.cli.mcp.transports.http`), and how a failure to start is
+reported.
 
 Standard library and acor only: every check runs before the MCP SDK (an
 optional extra, ``mcp``) is imported, and every problem is reported on

@@ -139,6 +139,8 @@ LAYERS = (
     ("tasks", ("acor.cli.tasks",)),
     ("terminal", ("acor.cli.terminal",)),
     ("mcp", ("acor.cli.mcp",)),
+    # The wires MCP is served on, above the handlers they serve.
+    ("mcp transports", ("acor.cli.mcp.transports",)),
     ("commands", ("acor.cli.commands",)),
     ("entry", ("acor.cli.main", "acor.cli.entry", "acor.cli.pytest_plugin",
                "acor.cli")),
@@ -146,10 +148,13 @@ LAYERS = (
 
 
 def layer_of(name):
-    for rank, (_, prefixes) in enumerate(LAYERS):
-        if any(name == p or name.startswith(p + ".") for p in prefixes):
-            return rank
-    raise AssertionError(f"{name} is in no layer: add it to LAYERS")
+    """The rank of the layer whose prefix names ``name`` most closely
+    (``acor.cli.mcp.transports`` before ``acor.cli.mcp``)."""
+    found = [(len(p), rank) for rank, (_, prefixes) in enumerate(LAYERS)
+             for p in prefixes if name == p or name.startswith(p + ".")]
+    if not found:
+        raise AssertionError(f"{name} is in no layer: add it to LAYERS")
+    return max(found)[1]
 
 
 def test_each_launcher_module_imports_only_from_below():

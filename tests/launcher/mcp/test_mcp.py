@@ -27,7 +27,8 @@ import mcp_types as types
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from acor.cli.mcp import handshake, start as mcp_start, stdio as mcp_stdio
+from acor.cli.mcp import handshake, start as mcp_start
+from acor.cli.mcp.transports import stdio as mcp_stdio
 from acor.cli.mcp import versions
 from acor.cli.mcp.server import build_server
 from acor.cli.mcp.progress import ProgressRelay
@@ -640,7 +641,7 @@ def test_anything_unusual_is_left_to_the_sdk(line):
 
 
 def test_stdout_belongs_to_json_rpc_once_claimed(tmp_path):
-    code = ("import os; from acor.cli.mcp.stdio import Wire; w = Wire.claim();"
+    code = ("import os; from acor.cli.mcp.transports.stdio import Wire; w = Wire.claim();"
             "print('stray print'); os.write(1, b'stray write\\n');"
             "w.write(b'{\"jsonrpc\": \"2.0\"}\\n')")
     # Not from the checkout: its acor/ would shadow the installed package.

@@ -7,7 +7,7 @@ extra, ``mcp``, see the README, and takes about 0.9 s to import): it takes
 over stdin and stdout, reads the client's opening request while the SDK
 loads in a background thread, and answers it at once when it is a
 handshake :mod:`acor.cli.mcp.handshake` knows. Then it hands the wire and
-that opening to the SDK's server (:mod:`acor.cli.mcp.stdio_streams`),
+that opening to the SDK's server (:mod:`acor.cli.mcp.transports.stdio_streams`),
 which replays the request, so the SDK's connection state is exactly what it
 would have been, and drops the SDK's own answer to it. The click command
 is :mod:`acor.cli.commands.mcp`.
@@ -83,9 +83,9 @@ def serve(only: set[str] | None, timeout: float | None,
 
 
 class SdkLoader(threading.Thread):
-    """Imports :mod:`acor.cli.mcp.stdio_streams` (and with it the SDK) in
-    the background: the one import that waits, so that the first answer
-    need not."""
+    """Imports :mod:`acor.cli.mcp.transports.stdio_streams` (and with it
+    the SDK) in the background: the one import that waits, so that the
+    first answer need not."""
 
     def __init__(self) -> None:
         super().__init__(name="acor-mcp-import", daemon=True)
@@ -95,7 +95,7 @@ class SdkLoader(threading.Thread):
     def run(self) -> None:
         try:
             self.module = importlib.import_module(
-                "acor.cli.mcp.stdio_streams")
+                "acor.cli.mcp.transports.stdio_streams")
         except BaseException as exc:  # result() raises it in the main thread
             self.error = exc
 
@@ -152,7 +152,7 @@ class Wire:
     def read_line(self) -> bytes | None:
         """The next line without its end, or None at end of input. Blocks;
         called by one thread at a time (first the main thread, then the
-        reader thread of :mod:`acor.cli.mcp.stdio_streams`)."""
+        reader thread of :mod:`acor.cli.mcp.transports.stdio_streams`)."""
         while True:
             end = self._buffer.find(b"\n")
             if end >= 0:

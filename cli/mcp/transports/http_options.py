@@ -2,7 +2,7 @@
 served: the address, the port, the token, the hosts and origins it answers
 to, the workers. Plain data and the standard library only, so a bad option
 is reported before the SDK is imported; the transport is
-:mod:`acor.cli.mcp.http`.
+:mod:`acor.cli.mcp.transports.http`.
 
 Safe by default: it listens on 127.0.0.1 unless ``--host`` says otherwise;
 a host that is not loopback refuses to start without a token

@@ -1,4 +1,5 @@
-"""The SDK's server over the stdio wire :mod:`acor.cli.mcp.stdio` claimed.
+"""The SDK's server over the stdio wire that
+:mod:`acor.cli.mcp.transports.stdio` claimed.
 
 This module imports the SDK (about 0.9 s), so the stdio transport imports
 it in a background thread while it answers the client's opening request.
@@ -41,8 +42,9 @@ Outbound = SessionMessage
 
 
 class Lines(Protocol):
-    """What the streams need of the wire (:class:`acor.cli.mcp.stdio.Wire`):
-    a line at a time in, whole messages out."""
+    """What the streams need of the wire
+    (:class:`acor.cli.mcp.transports.stdio.Wire`): a line at a time in,
+    whole messages out."""
 
     def read_line(self) -> bytes | None: ...
 

@@ -10,7 +10,7 @@ self-contained requests); uvicorn serves it. Nothing here speaks HTTP
 itself.
 
 Safe by default (the options are checked by
-:mod:`acor.cli.mcp.http_options`, before the SDK is imported):
+:mod:`acor.cli.mcp.transports.http_options`, before the SDK is imported):
 
 * it listens on 127.0.0.1 unless ``--host`` says otherwise;
 * every request's ``Host`` must be one this server answers to (421
@@ -62,8 +62,9 @@ from uvicorn.supervisors import Multiprocess
 from acor import exitcodes
 from acor.events import Error
 
-from acor.cli.mcp.http_options import (PATH, HttpOptions, allowed_hosts,
-                                       allowed_origins)
+from acor.cli.mcp.transports.http_options import (PATH, HttpOptions,
+                                                  allowed_hosts,
+                                                  allowed_origins)
 from acor.cli.mcp.server import build_server
 from acor.cli.mcp.start import fail
 from acor.cli.mcp.tokens import SHARED, holder, named_tokens
