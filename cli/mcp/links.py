@@ -38,6 +38,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from acor.cli.discovery.config import DEFAULT_STATE_DIR
 from acor.cli.mcp.keys import shared_keys
 from acor.cli.output.spill import MAX_AGE, output_dir
 
@@ -203,11 +204,8 @@ def _looks_like_text(path: str, mime: str | None) -> bool:
 
 def roots(spec: Any, registry: Any) -> list[str]:
     """Where a file must be for acor to link it for ``spec``'s calls."""
-    config = registry.config
-    root = os.path.realpath(config.root)
-    state_dir = getattr(config, "state_dir", None) or os.path.join(
-        ".acor", "state")
-    found = [os.path.realpath(os.path.join(root, output_dir(state_dir)))]
+    root = os.path.realpath(registry.config.root)
+    found = [os.path.realpath(output_dir(state_dir_of(registry)))]
     box = getattr(spec, "sandbox", None)
     writes = box.get("write") if isinstance(box, dict) else None
     if isinstance(writes, list):
@@ -235,6 +233,5 @@ def linkable(path: str, allowed: list[str]) -> str | None:
 
 def state_dir_of(registry: Any) -> str:
     config = registry.config
-    state_dir = getattr(config, "state_dir", None) or os.path.join(
-        ".acor", "state")
+    state_dir = getattr(config, "state_dir", None) or DEFAULT_STATE_DIR
     return os.path.join(os.path.realpath(config.root), state_dir)

@@ -32,6 +32,7 @@ from mcp.shared.exceptions import MCPError
 from acor.events import Checkpoint, InputNeeded, Progress
 
 from acor.cli.arguments import call_argv
+from acor.cli.discovery.config import DEFAULT_STATE_DIR
 from acor.cli.errors import UsageError
 from acor.cli.approval import fields_of, for_person
 from acor.cli.mcp import results
@@ -195,7 +196,7 @@ class Tasks:
             if self._store is None:
                 config = getattr(self.catalog.registry(), "config", None)
                 state_dir = getattr(config, "state_dir", None) or \
-                    os.path.join(".acor", "state")
+                    DEFAULT_STATE_DIR
                 self._store = TaskStore(store_path(state_dir))
                 self._keeper = LeaseKeeper(
                     self._store, self.server, self._take_over, self._stop,
