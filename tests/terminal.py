@@ -1,19 +1,23 @@
 """A real pseudo-terminal running `acor`, driven as a person would: what
-the prompt and Ctrl-C tests type into (the `pty` module; nothing mocked)."""
+the prompt and Ctrl-C tests type into (a pty from os.openpty; nothing
+mocked)."""
 
 import codecs
 import fcntl
 import os
 import platform
-import pty
 import re
 import select
+import shutil
 import signal
 import struct
+import subprocess
 import termios
 import time
 
 from conftest import ACOR_SCRIPT
+
+SETSID = shutil.which("setsid") or "/usr/bin/setsid"  # util-linux
 
 # System call numbers, as /proc/PID/syscall shows what a process waits in.
 READ = {"x86_64": {0}, "aarch64": {63}}
@@ -217,13 +221,19 @@ class Terminal:
                 environ.pop(key, None)
             else:
                 environ[key] = value
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: acor on the terminal
-            if columns is not None:
-                fcntl.ioctl(0, termios.TIOCSWINSZ,
-                            struct.pack("HHHH", 40, columns, 0, 0))
-            os.chdir(project.root)
-            os.execve(ACOR_SCRIPT, [ACOR_SCRIPT, *args], environ)
+        self.fd, terminal = os.openpty()
+        if columns is not None:
+            fcntl.ioctl(terminal, termios.TIOCSWINSZ,
+                        struct.pack("HHHH", 40, columns, 0, 0))
+        # Not pty.fork(): forking this process (pytest-xdist's worker has
+        # threads) is what Python 3.12 warns may deadlock. subprocess runs
+        # no Python in the child, and `setsid --ctty` makes the terminal
+        # acor's controlling one in a session of its own, as forkpty does.
+        self._process = subprocess.Popen(
+            [SETSID, "--ctty", ACOR_SCRIPT, *args], stdin=terminal,
+            stdout=terminal, stderr=terminal, cwd=project.root, env=environ)
+        os.close(terminal)
+        self.pid = self._process.pid
         self.seen = b""
         self.columns = columns or 80
         self.rewraps = rewraps
