@@ -444,6 +444,10 @@ def _as_ordinary_user(project_dir, argv, env):
                               timeout=60, stdin=subprocess.DEVNULL)
         return done.returncode, done.stdout
     from acor.cli.main import main
+    # Imported here, not in the child: the child runs as nobody, who may
+    # not read the interpreter's own library (pyenv's under a 0700 /root),
+    # so a module it imports first there fails to load.
+    import acor.cli.commands.app  # noqa: F401
     read, write = os.pipe()
     with warnings.catch_warnings():
         # A fork from a test runner that may hold threads (xdist's): the
