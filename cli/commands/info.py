@@ -88,7 +88,8 @@ def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
             "tools": [tool_record(s) for s in reg.tools.values()],
             "skipped": len(reg.skipped), "shadowed": len(reg.shadowed)}
         if show_all:
-            data["skipped"] = [s.to_dict() for s in reg.skipped]
+            data["skipped"] = [{**s.to_dict(), "problems": skipped_problems(s)}
+                               for s in reg.skipped]
             data["shadowed"] = [{"name": s.name, "winner": s.winner_path,
                                  "loser": s.loser_path}
                                 for s in reg.shadowed]
@@ -107,7 +108,7 @@ def list_tools(ctx: click.Context, as_json: bool, show_all: bool) -> None:
                        f"{s.kind:<7} {printable(s.description or '')}  "
                        f"[{printable(s.origin or '')}]")
     if show_all:
-        echo_problems(reg)
+        echo_problems(reg, [skipped_problems(s) for s in reg.skipped])
     elif reg.skipped:
         click.echo(f"\n{counted(len(reg.skipped), 'manifest')} skipped: "
                    "see why with `acor list --all`.")
@@ -117,7 +118,7 @@ def echo_problems(reg: Registry,
                   every: list[list[dict[str, Any]]] | None = None) -> None:
     """The skipped and shadowed manifests; ``every``: each skipped one's
     problems (:func:`skipped_problems`), where only its first is known
-    otherwise."""
+    otherwise (``acor list --all`` and ``acor doctor`` give them all)."""
     if reg.skipped:
         click.echo("\nSkipped manifests:")
         for i, s in enumerate(reg.skipped):

@@ -1,6 +1,7 @@
-"""`acor doctor` reports every problem of a manifest at once, each with
-its field and its fix (issue 38, point 6), while a run of the tool still
-stops at the first, as it always did: through real `acor` processes."""
+"""`acor doctor` and `acor list --all` report every problem of a manifest
+at once, each with its field and its fix (issue 38, point 6), while a run
+of the tool still stops at the first, as it always did: through real
+`acor` processes."""
 
 import json
 
@@ -61,3 +62,14 @@ def test_a_run_of_the_tool_still_reports_only_the_first(proj):
     assert result.returncode == 2
     assert "field 'description' must be a non-empty string" in result.stdout
     assert "soon" not in result.stdout and "matrix" not in result.stdout
+
+
+def test_list_all_lists_each_problem_as_doctor_does(proj):
+    out = proj.run("list", "--all").stdout
+    assert ": 3 problems" in out
+    assert "    timeout: field 'timeout' must be" in out
+    assert out.count("      fix:  ") == 3
+    data = json.loads(proj.run("list", "--all", "--json").stdout)
+    (skipped,) = data["skipped"]
+    assert len(skipped["problems"]) == 3
+    assert skipped["reason"] == skipped["problems"][0]["reason"]
