@@ -52,7 +52,7 @@ def test_two_replicas_share_the_state_volume_and_the_task_store(
     state = [v for v in volumes[0] if v.split(":")[1].endswith(".acor/state")]
     assert len(state) == 1, volumes[0]
     assert state[0].split(":")[0] in compose["volumes"]  # named: shared
-    stores = {environment(s)["ACOR_MCP_TASK_STORE"] for s in served.values()}
+    stores = {environment(s)["ACOR_TASK_STORE"] for s in served.values()}
     assert len(stores) == 1
     assert stores.pop().startswith("postgresql://")
     for service in served.values():
@@ -65,7 +65,7 @@ def test_the_database_is_the_store_the_replicas_name_and_waits_healthy(
     assert db["image"].startswith("postgres:")
     assert "healthcheck" in db
     for service in replicas(compose).values():
-        url = environment(service)["ACOR_MCP_TASK_STORE"]
+        url = environment(service)["ACOR_TASK_STORE"]
         assert "@db/" in url
         assert service["depends_on"]["db"] == {"condition": "service_healthy"}
 
