@@ -84,6 +84,11 @@ class Result:
         return self
 
 
+class Unavailable(Exception):
+    """A row that cannot be measured here (what it needs is missing): shown
+    skipped, with the reason, not as a miss."""
+
+
 def skipped(name, measured, target, unit, why):
     return Result(name, measured, None, target, unit, 0.0, None, why)
 

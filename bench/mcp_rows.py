@@ -12,7 +12,7 @@ import importlib.util
 import numbers
 import os
 
-from harness import Result, bound_result, broken, skipped
+from harness import Result, Unavailable, bound_result, broken, skipped
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -31,13 +31,19 @@ ROWS = (
      "a trivial tool run in process through the warm start", 0.015, "ms"),
     ("http_50_clients", "MCP over HTTP, 50 clients at once", "", 5.0, "ms"),
 )
-# bench/tasks_bench.py: MCP tasks on the embedded store.
+# bench/tasks_bench.py: MCP tasks on the embedded store and the shared one.
 TASK_ROWS = (
     ("task_create", "MCP task created", "`tools/call` -> the task handle, "
      "committed to the embedded store", 0.02, "ms"),
     ("task_get", "MCP tasks/get", "`tasks/get` of a finished task", 0.005,
      "ms"),
     ("task_overhead", "MCP task vs plain call", "", 3.0, "x"),
+    # The shared store (skipped where no PostgreSQL can be started).
+    ("shared_task_create", "MCP task created, shared store", "`tools/call` "
+     "-> the task handle, its row and its job committed to PostgreSQL",
+     0.03, "ms"),
+    ("shared_task_get", "MCP tasks/get, shared store", "`tasks/get` of a "
+     "finished task, read from PostgreSQL", 0.01, "ms"),
 )
 
 
@@ -75,6 +81,9 @@ def _shown(seconds, unit):
 def _row(module, function, name, measured, target, unit):
     try:
         value = getattr(module, function)()
+    except Unavailable as exc:
+        return skipped(name, measured, _shown(target, unit), unit,
+                       f"skipped: {exc}")
     except Exception as exc:  # a broken measurement is a miss, shown
         return broken(name, measured, _shown(target, unit), unit,
                       f"{function}() raised {type(exc).__name__}: {exc}")

@@ -1,10 +1,12 @@
 """MCP tasks for `make bench` (bench/mcp_rows.py shows them): raw JSON-RPC
 lines to a real `acor mcp` at 2026-07-28, with the embedded store (SQLite
-under the project's state dir).
+under the project's state dir) and with the shared one (Procrastinate on a
+PostgreSQL server started for the rows: bench/postgres.py).
 
 * task_create: `tools/call` of a task tool -> the `resultType: "task"`
   answer read (the task committed to the store first).
 * task_get: one `tasks/get` of a finished task -> its answer read.
+* shared_task_create, shared_task_get: the same on the shared store.
 * task_overhead: a trivial tool's result had through a task (create, then
   `tasks/get` at once and again until it is completed) against the same
   tool called plainly, in alternating rounds.
@@ -15,7 +17,8 @@ import subprocess
 import tempfile
 import time
 
-from harness import Result, alternate, ratio_result
+import postgres
+from harness import Result, Unavailable, alternate, ratio_result
 from mcp_bench import ACOR, QUICK, _env, _ping_project, _Session
 
 ROUNDS = 10 if QUICK else 40
@@ -35,14 +38,17 @@ class _Modern(_Session):
         return self.request(method, {**params, "_meta": _meta(tasks)})
 
 
-def _open(work) -> _Modern:
+def _open(work, store=None) -> _Modern:
     root = _ping_project(work)
     manifest = os.path.join(root, "tools", "ping", "manifest.json")
     with open(manifest) as f:
         text = f.read()
     with open(manifest, "w") as f:
         f.write(text.replace('"entry"', '"task": "optional", "entry"'))
-    process = subprocess.Popen([ACOR, "mcp"], cwd=root, env=_env(work),
+    env = _env(work)
+    if store is not None:
+        env["ACOR_TASK_STORE"] = store
+    process = subprocess.Popen([ACOR, "mcp"], cwd=root, env=env,
                                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE)
     session = _Modern(process)
@@ -57,10 +63,10 @@ def _until_done(session, task_id) -> dict:
             return task
 
 
-def _measure():
+def _measure(store=None):
     create, get = [], []
     with tempfile.TemporaryDirectory(prefix="acor-tasks-bench-") as work:
-        session = _open(work)
+        session = _open(work, store)
         try:
             for _ in range(ROUNDS):
                 started = time.perf_counter()
@@ -89,6 +95,28 @@ def task_get() -> list[float]:
     if not _MEASURED:
         _MEASURED["create"], _MEASURED["get"] = _measure()
     return _MEASURED["get"]
+
+
+def _shared(which):
+    why = postgres.missing()
+    if why is not None:
+        raise Unavailable(why)
+    if not _MEASURED_SHARED:
+        with postgres.server() as url:
+            _MEASURED_SHARED["create"], _MEASURED_SHARED["get"] = \
+                _measure(url)
+    return _MEASURED_SHARED[which]
+
+
+_MEASURED_SHARED: dict = {}
+
+
+def shared_task_create() -> list[float]:
+    return _shared("create")
+
+
+def shared_task_get() -> list[float]:
+    return _shared("get")
 
 
 def task_overhead() -> Result:
