@@ -22,7 +22,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(TSTAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet '.[test]'
+	$(BIN)/python -m pip install --quiet '.[test,tasks-postgres]'
 	touch $@
 
 # Dependencies come with the first install; later ones reinstall only acor.
@@ -79,7 +79,7 @@ $(LOW)/.installed: pyproject.toml .ci/constraints-lowest.txt $(SOURCES)
 	rm -rf $(LOW)
 	$(PYTHON) -m venv $(LOW)
 	$(LOW)/bin/python -m pip install --quiet --upgrade pip
-	$(LOW)/bin/python -m pip install --quiet -c .ci/constraints-lowest.txt '.[test]'
+	$(LOW)/bin/python -m pip install --quiet -c .ci/constraints-lowest.txt '.[test,tasks-postgres]'
 	rm -rf build
 	touch $@
 

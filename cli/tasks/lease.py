@@ -7,14 +7,18 @@ or ``acor tasks cancel``) or expired, and hands it every task whose lease
 ran out: a task whose server died is never left ``working`` forever.
 """
 
+from __future__ import annotations
+
 import os
 import secrets
 import socket
 import sys
 import threading
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from acor.cli.tasks.store import Task, TaskStore
+if TYPE_CHECKING:  # the store starts its keeper: no import cycle at run
+    from acor.cli.tasks.store import Task, TaskStore
 
 LEASE_S = 15.0   # a task is another server's to take this long after the
 RENEW_S = 2.0    # last renewal; renewed this often

@@ -18,8 +18,11 @@ import threading
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any
 
+from acor.cli.tasks.lease import LeaseKeeper
+from acor.cli.tasks.place import STORE_KIND
 from acor.cli.tasks.place import store_path as store_path  # re-exported
 
 STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
@@ -51,13 +54,13 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_lease ON tasks (status, lease_until);
 """
-_COLUMNS = ("id", "owner", "tool", "request", "status", "message",
+COLUMNS = ("id", "owner", "tool", "request", "status", "message",
             "created", "updated", "ttl_ms", "poll_ms", "result", "error",
             "input_requests", "input_responses", "cancel", "resumable",
             "checkpoint", "server", "lease_until", "process")
 _JSON = frozenset({"request", "result", "error", "input_requests",
                    "input_responses"})
-_ACTIVE = "status IN ('working', 'input_required')"
+ACTIVE = "status IN ('working', 'input_required')"
 
 
 @dataclass
@@ -132,6 +135,18 @@ class TaskStore:
             except sqlite3.OperationalError:
                 pass  # another server sharing the store added it first
 
+    def describe(self) -> tuple[str, str]:
+        """(kind, where): what ``acor doctor`` and ``acor tasks`` show."""
+        return STORE_KIND, self.path
+
+    def keep(self, server: str, on_orphan: Callable[[Task], None],
+             on_stop: Callable[[str], None],
+             running: Callable[[], set[str]]) -> LeaseKeeper:
+        """``server``'s lease keeper, started."""
+        keeper = LeaseKeeper(self, server, on_orphan, on_stop, running)
+        keeper.start()
+        return keeper
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -141,9 +156,9 @@ class TaskStore:
     def _rows(self, where: str, args: tuple[Any, ...] = ()) -> list[Task]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM tasks WHERE {where}",
+                f"SELECT {', '.join(COLUMNS)} FROM tasks WHERE {where}",
                 args).fetchall()
-        return [_task(row) for row in rows]
+        return [task_of_row(row) for row in rows]
 
     def get(self, task_id: str, owner: str | None = None) -> Task | None:
         """The task, or None when there is none by that id or it is not
@@ -159,7 +174,7 @@ class TaskStore:
 
     def held_by(self, server: str) -> list[Task]:
         """The unfinished tasks ``server`` holds the lease of."""
-        return self._rows(f"server = ? AND {_ACTIVE}", (server,))
+        return self._rows(f"server = ? AND {ACTIVE}", (server,))
 
     # -- writing ---------------------------------------------------------
 
@@ -178,11 +193,11 @@ class TaskStore:
                     input_responses=None, cancel=0, resumable=int(resumable),
                     checkpoint=None, server=server,
                     lease_until=now + lease_s)
-        values = [_column(name, getattr(task, name)) for name in _COLUMNS]
+        values = [column_value(name, getattr(task, name)) for name in COLUMNS]
         with self._lock:
             self._db.execute(
-                f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_COLUMNS))})", values)
+                f"INSERT INTO tasks ({', '.join(COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(COLUMNS))})", values)
         return task
 
     def _update(self, task_id: str, where: str, **fields: Any) -> bool:
@@ -192,14 +207,14 @@ class TaskStore:
         with self._lock:
             cursor = self._db.execute(
                 f"UPDATE tasks SET {sets} WHERE id = ? AND {where}",
-                [_column(n, fields[n]) for n in names] + [task_id])
+                [column_value(n, fields[n]) for n in names] + [task_id])
         return cursor.rowcount == 1
 
     def set_status(self, task_id: str, status: str, message: str | None,
                    **payload: Any) -> bool:
         """Move an unfinished task to ``status`` with its payload (result,
         error, input_requests); a finished task never changes again."""
-        return self._update(task_id, _ACTIVE, status=status,
+        return self._update(task_id, ACTIVE, status=status,
                             message=message, **payload)
 
     def note(self, task_id: str, message: str,
@@ -208,7 +223,7 @@ class TaskStore:
         fields: dict[str, Any] = {"message": message}
         if checkpoint is not None:
             fields["checkpoint"] = checkpoint
-        self._update(task_id, _ACTIVE, **fields)
+        self._update(task_id, ACTIVE, **fields)
 
     def set_process(self, task_id: str, process: str | None) -> None:
         """The group the task's tool runs in now (None: no run)."""
@@ -216,8 +231,12 @@ class TaskStore:
             self._db.execute("UPDATE tasks SET process = ? WHERE id = ?",
                              (process, task_id))
 
-    def request_cancel(self, task_id: str) -> None:
-        self._update(task_id, _ACTIVE, cancel=1)
+    def request_cancel(self, task_id: str) -> bool:
+        """Mark the task cancelled-on-request; whether a live server holds
+        it (and so stops its run: else the caller ends it)."""
+        self._update(task_id, ACTIVE, cancel=1)
+        task = self.get(task_id)
+        return task is not None and task.lease_until >= time.time()
 
     def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """Keep the responses to the task's outstanding input requests;
@@ -254,7 +273,7 @@ class TaskStore:
         with self._lock:
             self._db.execute(
                 f"UPDATE tasks SET lease_until = ? WHERE server = ? AND "
-                f"{_ACTIVE}", (time.time() + lease_s, server))
+                f"{ACTIVE}", (time.time() + lease_s, server))
 
     def release(self, server: str) -> None:
         """``server`` stops: its tasks' leases end now, so another server
@@ -262,7 +281,7 @@ class TaskStore:
         with self._lock:
             self._db.execute(
                 f"UPDATE tasks SET lease_until = 0 WHERE server = ? AND "
-                f"{_ACTIVE}", (server,))
+                f"{ACTIVE}", (server,))
 
     def claim_orphans(self, server: str, lease_s: float) -> list[Task]:
         """Take every unfinished task whose lease has expired (its server
@@ -273,8 +292,8 @@ class TaskStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 rows = self._db.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM tasks WHERE "
-                    f"{_ACTIVE} AND lease_until < ?", (now,)).fetchall()
+                    f"SELECT {', '.join(COLUMNS)} FROM tasks WHERE "
+                    f"{ACTIVE} AND lease_until < ?", (now,)).fetchall()
                 self._db.executemany(
                     "UPDATE tasks SET server = ?, lease_until = ? WHERE "
                     "id = ?", [(server, now + lease_s, row[0])
@@ -283,7 +302,7 @@ class TaskStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return [_task(row) for row in rows]
+        return [task_of_row(row) for row in rows]
 
     def purge_expired(self) -> list[str]:
         """Delete every task past its TTL; their ids (a running one is
@@ -297,14 +316,14 @@ class TaskStore:
         return expired
 
 
-def _column(name: str, value: Any) -> Any:
+def column_value(name: str, value: Any) -> Any:
     if name in _JSON and value is not None:
         return json.dumps(value, separators=(",", ":"))
     return value
 
 
-def _task(row: tuple[Any, ...]) -> Task:
+def task_of_row(row: tuple[Any, ...]) -> Task:
     values = {name: (json.loads(value) if name in _JSON and value is not None
-                     else value) for name, value in zip(_COLUMNS, row,
+                     else value) for name, value in zip(COLUMNS, row,
                                                      strict=True)}
     return Task(**values)
