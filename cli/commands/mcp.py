@@ -122,11 +122,9 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
         return _print_http_config(client, options)
     if client is not None:
         return print_config(client, only, timeout, seconds, config)
-    if task_store:
-        problem = _store_problem(task_store)
-        if problem is not None:
-            return fail(problem)
-        os.environ[SERVER_ENV] = task_store  # this server's and its workers'
+    problem = _use_store(task_store)
+    if problem is not None:
+        return fail(problem)
     if options is not None:
         options.key = key
         options.only = sorted(only) if only is not None else None
@@ -136,13 +134,17 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
     return serve(only, seconds, config, key)
 
 
-def _store_problem(url: str) -> Error | None:
-    """Why the shared task store ``url`` cannot be used, or None: checked
-    (reached, its tables made) before serving, not at the first task."""
+def _use_store(url: str | None) -> Error | None:
+    """Why the shared task store ``url`` cannot be used, or None, checked
+    (reached, its tables made) before serving, not at the first task;
+    then handed to this server and its workers. None: the embedded one."""
+    if not url:
+        return None
     try:
         open_store(url, "").close()
     except StoreProblem as exc:
         return Error(exc.title, "E_TASK_STORE", None, exc.recovery)
+    os.environ[SERVER_ENV] = url
     return None
 
 
