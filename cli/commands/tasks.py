@@ -32,7 +32,7 @@ from acor.cli.tasks.stores import Store, StoreProblem, open_store
 from acor.cli.textsafe import printable
 
 if TYPE_CHECKING:
-    from acor.cli.tasks.store import Task
+    from acor.cli.tasks.row import Task
 
 FORMATS = ("text", "json")
 
@@ -76,7 +76,7 @@ def _age(seconds: float) -> str:
 
 
 def summary(task: "Task") -> dict[str, Any]:
-    from acor.cli.tasks.store import iso  # loaded by _store already
+    from acor.cli.tasks.row import iso  # loaded by _store already
     return {"id": task.id, "status": task.status, "tool": task.tool,
             "created": iso(task.created), "updated": iso(task.updated),
             "server": task.server, "owner": task.owner,

@@ -45,7 +45,7 @@ from acor.cli.signals import Cancel
 from acor.cli.tasks import group
 from acor.cli.tasks.lease import LEASE_S, server_id
 from acor.cli.tasks.place import SERVER_ENV
-from acor.cli.tasks.store import Task, iso, new_id
+from acor.cli.tasks.row import Task, iso, new_id
 from acor.cli.tasks.stores import Keeper, Store, open_store
 from acor.cli.textsafe import clean_event, strip_terminal
 

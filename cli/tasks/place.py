@@ -50,3 +50,13 @@ def describe(url: str | None, state_dir: str) -> tuple[str, str]:
     if url:
         return SHARED_KIND, hidden(url)
     return STORE_KIND, store_path(state_dir)
+
+
+class StoreProblem(Exception):
+    """Why the asked-for store cannot be used: ``title``, ``recovery``
+    (the exact next command)."""
+
+    def __init__(self, title: str, recovery: str) -> None:
+        super().__init__(title)
+        self.title = title
+        self.recovery = recovery

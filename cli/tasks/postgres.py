@@ -7,7 +7,7 @@ column (:mod:`acor.cli.tasks.store`): owner, status and payload, TTL,
 cancel flag. Who runs a task is the engine's business, not a lease of
 acor's own:
 
-- creating a task commits its row and a job (task ``acor.task``, its
+- creating a task commits its row and a job (task ``acor-task``, its
   argument the task id) on this replica's queue in one transaction;
 - each replica runs a Procrastinate worker (:class:`EngineKeeper`, a
   thread with its own event loop) on its own queue and the shared
@@ -25,6 +25,7 @@ acor's own:
 """
 
 import asyncio
+import hashlib
 import json
 import sys
 import threading
@@ -41,13 +42,12 @@ from procrastinate.manager import JobManager
 from procrastinate.schema import SchemaManager
 from psycopg_pool import ConnectionPool
 
-from acor.cli.tasks.place import SHARED_KIND, hidden
-from acor.cli.tasks.stores import StoreProblem
-from acor.cli.tasks.store import ACTIVE, COLUMNS, Task, column_value, \
+from acor.cli.tasks.place import SHARED_KIND, StoreProblem, hidden
+from acor.cli.tasks.row import ACTIVE, COLUMNS, Task, column_value, \
     new_id, task_of_row
 
-TASK_NAME = "acor.task"
-TAKEOVER_QUEUE = "acor.takeover"
+TASK_NAME = "acor-task"
+TAKEOVER_QUEUE = "acor-takeover"
 HEARTBEAT_S = 1.0    # a worker's heartbeat
 STALLED_S = 5.0      # a worker this long silent is dead: its jobs move
 TICK_S = 1.0         # the takeover, cancel and TTL round
@@ -94,8 +94,10 @@ _NO_RUN = ("The server running this task stopped before the tool finished, "
 
 
 def replica_queue(server: str) -> str:
-    """The queue of the replica ``server``: its own tasks' jobs."""
-    return f"acor.replica.{server}"
+    """The queue of the replica ``server``: its own tasks' jobs. A digest:
+    a queue names a LISTEN channel, and PostgreSQL cuts those at 63 bytes
+    (a long host name would make two replicas' channels one)."""
+    return "acor-replica-" + hashlib.sha256(server.encode()).hexdigest()[:16]
 
 
 def _reached(url: str) -> psycopg.Connection[Any]:

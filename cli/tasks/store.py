@@ -12,21 +12,19 @@ sessions: the folder 0700, the database 0600. No MCP here: the wire is
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
 from collections.abc import Callable
 from typing import Any
 
 from acor.cli.tasks.lease import LeaseKeeper
 from acor.cli.tasks.place import STORE_KIND
 from acor.cli.tasks.place import store_path as store_path  # re-exported
+from acor.cli.tasks.row import ACTIVE, COLUMNS, column_value, new_id, \
+    task_of_row
+from acor.cli.tasks.row import Task as Task  # re-exported: the wire's type
 
-STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 BUSY_MS = 10_000  # how long a writer waits for another's transaction
 
 _SCHEMA = """
@@ -54,60 +52,6 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_lease ON tasks (status, lease_until);
 """
-COLUMNS = ("id", "owner", "tool", "request", "status", "message",
-            "created", "updated", "ttl_ms", "poll_ms", "result", "error",
-            "input_requests", "input_responses", "cancel", "resumable",
-            "checkpoint", "server", "lease_until", "process")
-_JSON = frozenset({"request", "result", "error", "input_requests",
-                   "input_responses"})
-ACTIVE = "status IN ('working', 'input_required')"
-
-
-@dataclass
-class Task:
-    """One row of the store, its JSON columns decoded."""
-
-    id: str
-    owner: str
-    tool: str
-    request: dict[str, Any]
-    status: str
-    message: str | None
-    created: float
-    updated: float
-    ttl_ms: int | None
-    poll_ms: int
-    result: dict[str, Any] | None
-    error: dict[str, Any] | None
-    input_requests: dict[str, Any] | None
-    input_responses: dict[str, Any] | None
-    cancel: int
-    resumable: int
-    checkpoint: str | None
-    server: str | None
-    lease_until: float
-    process: str | None = None  # the running tool's group (tasks.group)
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-    def expired(self, now: float) -> bool:
-        return self.ttl_ms is not None and \
-            now > self.created + self.ttl_ms / 1000
-
-
-def iso(moment: float) -> str:
-    """An ISO 8601 UTC timestamp, to the millisecond."""
-    return datetime.fromtimestamp(moment, timezone.utc).isoformat(
-        timespec="milliseconds").replace("+00:00", "Z")
-
-
-def new_id() -> str:
-    """An unguessable task id: 128 random bits."""
-    return secrets.token_hex(16)
-
-
 class TaskStore:
     """The tasks of one state dir. Thread-safe: one connection, one lock;
     SQLite's own locking orders this process against the others."""
@@ -314,16 +258,3 @@ class TaskStore:
             self._db.executemany("DELETE FROM tasks WHERE id = ?",
                                  [(task_id,) for task_id in expired])
         return expired
-
-
-def column_value(name: str, value: Any) -> Any:
-    if name in _JSON and value is not None:
-        return json.dumps(value, separators=(",", ":"))
-    return value
-
-
-def task_of_row(row: tuple[Any, ...]) -> Task:
-    values = {name: (json.loads(value) if name in _JSON and value is not None
-                     else value) for name, value in zip(COLUMNS, row,
-                                                     strict=True)}
-    return Task(**values)

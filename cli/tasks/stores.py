@@ -16,19 +16,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from acor.cli.tasks.place import EXTRA_INSTALL, SCHEMES, hidden, is_shared, \
     store_path
+from acor.cli.tasks.place import StoreProblem as StoreProblem  # re-exported
 
 if TYPE_CHECKING:  # the stores themselves are imported only when opened
-    from acor.cli.tasks.store import Task
-
-
-class StoreProblem(Exception):
-    """Why the asked-for store cannot be used: ``title``, ``recovery``
-    (the exact next command)."""
-
-    def __init__(self, title: str, recovery: str) -> None:
-        super().__init__(title)
-        self.title = title
-        self.recovery = recovery
+    from acor.cli.tasks.row import Task
 
 
 class Keeper(Protocol):
