@@ -33,15 +33,22 @@ def is_shared(url: str | None) -> bool:
     return bool(url) and urlsplit(url or "").scheme.lower() in SCHEMES
 
 
-def hidden(url: str) -> str:
-    """``url`` with its password (if any) shown as ``***``: every place
-    that shows a store's URL shows this."""
+def hidden(url: str, mask: str | None = "***") -> str:
+    """``url`` with its password (if any) shown as ``mask`` (None: left
+    out): every place that shows a store's URL shows this."""
     parts = urlsplit(url)
     if parts.password is None:
         return url
     user = parts.username or ""
     host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}"))
+    login = user if mask is None else f"{user}:{mask}"
+    return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
+
+
+def without_password(url: str) -> str:
+    """``url`` as a command may be given it: the password left out (the
+    client asks for it)."""
+    return hidden(url, None)
 
 
 def describe(url: str | None, state_dir: str) -> tuple[str, str]:

@@ -42,7 +42,9 @@ from procrastinate.manager import JobManager
 from procrastinate.schema import SchemaManager
 from psycopg_pool import ConnectionPool
 
-from acor.cli.tasks.place import SHARED_KIND, StoreProblem, hidden
+from acor.cli.tasks.place import SHARED_KIND, StoreProblem, hidden, \
+    without_password
+from acor.cli.textsafe import printable
 from acor.cli.tasks.row import ACTIVE, COLUMNS, Task, column_value, \
     new_id, task_of_row
 
@@ -100,17 +102,15 @@ def replica_queue(server: str) -> str:
     return "acor-replica-" + hashlib.sha256(server.encode()).hexdigest()[:16]
 
 
-def _reached(url: str) -> psycopg.Connection[Any]:
-    """A connection to ``url``, or :class:`StoreProblem` saying why not."""
-    try:
-        return psycopg.connect(url, connect_timeout=int(CONNECT_S))
-    except psycopg.Error as exc:
-        reason = (str(exc).strip().splitlines() or ["no answer"])[-1]
-        raise StoreProblem(
-            f"the task store {hidden(url)} cannot be reached: {reason}",
-            f"Check that PostgreSQL runs there and accepts this user "
-            f"(`psql '{hidden(url)}' -c 'SELECT 1'`, with the password), "
-            f"then start again.") from None
+def _problem(url: str, exc: Exception) -> StoreProblem:
+    """What went wrong reaching or preparing the store, as the error a
+    person reads (libpq's last line: it never holds the password)."""
+    reason = printable((str(exc).strip().splitlines() or ["no answer"])[-1])
+    return StoreProblem(
+        f"the task store {hidden(url)} cannot be used: {reason[:300]}",
+        f"Check that PostgreSQL runs there and lets this user connect and "
+        f"create tables: `psql '{without_password(url)}' -c 'SELECT 1'` "
+        f"(it asks for the password), then start again.")
 
 
 class SharedStore:
@@ -118,21 +118,31 @@ class SharedStore:
 
     def __init__(self, url: str) -> None:
         self.url = url
-        with _reached(url) as conn:  # one transaction, committed on exit
+        try:
+            self._prepare()
+            self._pool: ConnectionPool[psycopg.Connection[Any]] = \
+                ConnectionPool(url, min_size=1, max_size=8, open=False,
+                               kwargs={"connect_timeout": int(CONNECT_S)})
+            self._pool.open(wait=True, timeout=CONNECT_S)
+        except psycopg.Error as exc:  # PoolTimeout is one too
+            raise _problem(url, exc) from None
+        # Deferring and aborting on a connection of ours, inside our own
+        # transaction: this connector's pool is never opened.
+        self._jobs = JobManager(SyncPsycopgConnector())
+        self._keeper: EngineKeeper | None = None
+
+    def _prepare(self) -> None:
+        """Procrastinate's schema and ``acor_tasks``, made if missing, once
+        however many replicas start at once (an advisory lock held to the
+        commit)."""
+        with psycopg.connect(self.url, connect_timeout=int(CONNECT_S)) \
+                as conn:  # one transaction, committed on exit
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             row = conn.execute(
                 "SELECT to_regclass('procrastinate_jobs')").fetchone()
             if row is None or row[0] is None:
                 conn.execute(SchemaManager.get_schema())
             conn.execute(_SCHEMA)
-        self._pool: ConnectionPool[psycopg.Connection[Any]] = ConnectionPool(
-            url, min_size=1, max_size=8, open=False,
-            kwargs={"connect_timeout": int(CONNECT_S)})
-        self._pool.open(wait=True, timeout=CONNECT_S)
-        # Deferring and aborting on a connection of ours, inside our own
-        # transaction: this connector's pool is never opened.
-        self._jobs = JobManager(SyncPsycopgConnector())
-        self._keeper: EngineKeeper | None = None
 
     def describe(self) -> tuple[str, str]:
         return SHARED_KIND, hidden(self.url)

@@ -269,7 +269,7 @@ def _start_mcp(project, *args, prelude=""):
 
 
 @pytest.mark.parametrize("url, says", [
-    ("postgresql://acor:s3cret-pw@127.0.0.1:1/acor", "cannot be reached"),
+    ("postgresql://acor:s3cret-pw@127.0.0.1:1/acor", "cannot be used"),
     ("redis://localhost/0", "not a PostgreSQL URL")])
 def test_a_store_that_cannot_be_used_is_a_clear_start_error(
         replicas_project, url, says):
