@@ -18,7 +18,9 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
@@ -32,6 +34,14 @@ from test_tasks_http import TOKEN_A, TOKEN_B, Http
 pytestmark = pytest.mark.replicas
 
 KEY = "k" * 48  # the sealing key every replica shares
+
+ENV_SEEN = '''
+import os
+from acor import AcorTool
+with AcorTool() as tool:
+    tool.output({"holding_the_url": sorted(
+        name for name, value in os.environ.items() if "postgres" in value)})
+'''
 
 
 def _pg_bin(name):
@@ -48,8 +58,13 @@ def _unavailable(why):
     pytest.skip(why)
 
 
+def _run(*argv):
+    done = subprocess.run(argv, capture_output=True, text=True)
+    assert done.returncode == 0, f"{argv}: {done.stdout}{done.stderr}"
+
+
 @pytest.fixture(scope="session")
-def postgres(tmp_path_factory):
+def postgres():
     """A libpq URL of a server this test session may create databases on
     (its path: the database to connect to for that)."""
     given = os.environ.get("ACOR_TEST_POSTGRES")
@@ -59,24 +74,24 @@ def postgres(tmp_path_factory):
     initdb, pg_ctl = _pg_bin("initdb"), _pg_bin("pg_ctl")
     if not (initdb and pg_ctl):
         _unavailable("no ACOR_TEST_POSTGRES and no initdb/pg_ctl")
-    folder = tmp_path_factory.mktemp("pg")
+    # Under /tmp itself: pytest's own temp dirs are root's alone, and the
+    # server runs as postgres when this runs as root.
+    folder = Path(tempfile.mkdtemp(prefix="acor-pg-"))
     as_db_user = []
     if os.getuid() == 0:  # PostgreSQL refuses to run as root
         as_db_user = ["runuser", "-u", "postgres", "--"]
         shutil.chown(folder, "postgres")
     data = folder / "data"
-    subprocess.run([*as_db_user, initdb, "-D", str(data), "-A", "trust",
-                    "-U", "acor"], check=True, capture_output=True)
+    _run(*as_db_user, initdb, "-D", str(data), "-A", "trust", "-U", "acor")
     port = 50000 + os.getpid() % 10000
-    subprocess.run([*as_db_user, pg_ctl, "-D", str(data), "-l",
-                    str(folder / "log"), "-w", "start", "-o",
-                    f"-p {port} -k {folder} -c listen_addresses=''"],
-                   check=True, capture_output=True)
+    _run(*as_db_user, pg_ctl, "-D", str(data), "-l", str(folder / "log"),
+         "-w", "start", "-o", f"-p {port} -k {folder} -c listen_addresses=''")
     try:
         yield f"postgresql://acor@/postgres?host={folder}&port={port}"
     finally:
         subprocess.run([*as_db_user, pg_ctl, "-D", str(data), "-m", "fast",
                         "stop"], capture_output=True)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture
@@ -96,6 +111,7 @@ def replicas_project(project, tmp_path):
     project.add_tool("once", SLOW, args=SLOW_ARGS, task="optional")
     project.add_tool("steps", STEPS, args=STEPS_ARGS, task="optional")
     project.add_tool("asker", ASKER, args=ASKER_ARGS, task="optional")
+    project.add_tool("env_seen", ENV_SEEN, task="optional")
     tokens = tmp_path / "tokens"
     tokens.write_text(f"alice: {TOKEN_A}\nbob: {TOKEN_B}\n")
     tokens.chmod(0o600)
@@ -159,6 +175,12 @@ def test_a_task_created_on_one_replica_is_served_by_the_other(
     answered = on_b.until(asked["taskId"], "completed", "failed")
     assert answered["status"] == "completed", answered
     assert "approve" in json.dumps(answered["result"]).lower()
+
+    # The store's URL (its password) is no tool's.
+    seen = on_a.call("env_seen", {})["result"]
+    seen_done = on_b.until(seen["taskId"], "completed")["result"]
+    assert seen_done.get("structuredContent") == {"holding_the_url": []}, \
+        seen_done
 
     # Another token asks B for A's task: not found, nothing of it shown.
     other = Http(b, TOKEN_B).get(created["taskId"])
