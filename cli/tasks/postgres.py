@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+from psycopg.errors import RaiseException
 from procrastinate import App, BaseRetryStrategy, JobContext, \
     PsycopgConnector, RetryDecision, SyncPsycopgConnector
 from procrastinate import exceptions as engine_errors
@@ -56,7 +57,7 @@ TICK_S = 1.0         # the takeover, cancel and TTL round
 CONNECT_S = 5.0      # a server not answering within this is unreachable
 ADOPT_S = 30.0       # how long a job waits for the run its replica starts
 HOLD_POLL_S = 0.2    # how often a job looks whether its run ended
-CONCURRENCY = 256    # tasks one replica holds at once
+CONCURRENCY = 4096   # tasks one replica's worker holds at once
 # pg_advisory_xact_lock's key: two replicas starting at once create the
 # schema once ("acortask" in ASCII).
 SCHEMA_LOCK = 0x6163_6F72_7461_736B
@@ -455,8 +456,11 @@ class EngineKeeper(threading.Thread):
                 task_name=TASK_NAME, seconds_since_heartbeat=STALLED_S):
             try:
                 await manager.retry_job(job, queue=TAKEOVER_QUEUE)
-            except engine_errors.ConnectorException:
-                pass  # another replica retried it first: no longer doing
+            except engine_errors.ConnectorException as exc:
+                # The job is no longer doing: another replica retried it
+                # first (the engine raises); anything else is a problem.
+                if not isinstance(exc.__cause__, RaiseException):
+                    raise
 
     def stop(self) -> None:
         """The server stops: each job hands its task back as its run ends
