@@ -105,8 +105,9 @@ def replica_queue(server: str) -> str:
 
 def _problem(url: str, exc: Exception) -> StoreProblem:
     """What went wrong reaching or preparing the store, as the error a
-    person reads (libpq's last line: it never holds the password)."""
-    reason = printable((str(exc).strip().splitlines() or ["no answer"])[-1])
+    person reads (libpq's words: they never hold the password)."""
+    reason = printable(" ".join(line.strip() for line in str(
+        exc).splitlines() if line.strip()) or "no answer")
     return StoreProblem(
         f"the task store {hidden(url)} cannot be used: {reason[:300]}",
         f"Check that PostgreSQL runs there and lets this user connect and "
