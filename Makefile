@@ -15,14 +15,14 @@ SOURCES := pyproject.toml $(shell find acor cli manifests -type f \
              \( -name '*.py' -o -name '*.json' -o -name '*.sh' -o -name '*.mjs' -o -name py.typed \) \
              -not -path '*/__pycache__/*' 2>/dev/null)
 
-.PHONY: demo test test-lowest lint fuzz bench conformance install dev dist clean
+.PHONY: demo test test-lowest test-replicas lint fuzz bench conformance install dev dist clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(TSTAMP): $(BIN)/python pyproject.toml
-	$(BIN)/python -m pip install --quiet '.[test]'
+	$(BIN)/python -m pip install --quiet '.[test,tasks-postgres]'
 	touch $@
 
 # Dependencies come with the first install; later ones reinstall only acor.
@@ -65,9 +65,11 @@ dist: $(TSTAMP)
 # Two xdist workers, one per core here: many tests wait on a tool process,
 # but 4 workers measured no faster on 2 shared cores and cost more CPU.
 # `make test TEST_WORKERS=auto` uses every core of a bigger machine.
+# The replicas tests (two acor mcp --http on a real PostgreSQL) are left
+# to `make test-replicas`: make test needs no database server.
 TEST_WORKERS ?= 2
 test: $(STAMP) lint
-	$(BIN)/pytest -n $(TEST_WORKERS)
+	$(BIN)/pytest -n $(TEST_WORKERS) -m "not replicas"
 
 # The same suite against the lowest dependency versions pyproject.toml
 # allows (.ci/constraints-lowest.txt), in a venv of its own: `make test`
@@ -79,12 +81,20 @@ $(LOW)/.installed: pyproject.toml .ci/constraints-lowest.txt $(SOURCES)
 	rm -rf $(LOW)
 	$(PYTHON) -m venv $(LOW)
 	$(LOW)/bin/python -m pip install --quiet --upgrade pip
-	$(LOW)/bin/python -m pip install --quiet -c .ci/constraints-lowest.txt '.[test]'
+	$(LOW)/bin/python -m pip install --quiet -c .ci/constraints-lowest.txt '.[test,tasks-postgres]'
 	rm -rf build
 	touch $@
 
 test-lowest: $(LOW)/.installed
-	$(LOW)/bin/pytest -n $(TEST_WORKERS)
+	$(LOW)/bin/pytest -n $(TEST_WORKERS) -m "not replicas"
+
+# Replicas of acor mcp --http sharing their tasks through the shared store
+# (Procrastinate on PostgreSQL, the tasks-postgres extra, which the venv
+# has): against ACOR_TEST_POSTGRES (a libpq URL) when set, else a server
+# the tests start with initdb and pg_ctl. ACOR_REQUIRE_POSTGRES=1: a
+# missing server fails them instead of skipping (what .ci/run runs).
+test-replicas: $(STAMP)
+	ACOR_REQUIRE_POSTGRES=1 $(BIN)/pytest -n 0 -m replicas
 
 # Habits, checked on every test run: ruff on the library and the launcher,
 # mypy --strict on the whole package as installed (library and launcher:

@@ -24,7 +24,7 @@ from acor.cli.output.jsonline import json_line
 from acor.cli.output.person import at_terminal
 from acor.cli.package_data import SCHEMAS, install_line, schema_text
 from acor.cli.sandbox.kernel import offers, protections
-from acor.cli.tasks.place import STORE_KIND, store_path
+from acor.cli.tasks.place import STORE_ENV, describe
 from acor.cli.textsafe import printable, quote
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
@@ -197,8 +197,7 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
     return {"config": config.path, "root": config.root,
             "tools_dirs": config.tools_dirs, "timeout": config.timeout,
             "state_dir": config.state_dir, "tools": len(reg.tools),
-            "task_store": {"kind": STORE_KIND,
-                           "path": store_path(config.state_dir)},
+            "task_store": _task_store(config.state_dir),
             "trusted": trusted_paths(),
             "sandbox": _kernel_sandbox(reg.config),
             "warnings": warnings,
@@ -207,6 +206,13 @@ def doctor_report(reg: Registry) -> dict[str, Any]:
             "shadowed": [{"name": s.name, "winner": s.winner_path,
                           "loser": s.loser_path, "override": s.override}
                          for s in reg.shadowed]}
+
+
+def _task_store(state_dir: str) -> dict[str, str]:
+    """The task store ``acor mcp`` and ``acor tasks`` use here: the one
+    ACOR_TASK_STORE names (its password hidden), else the embedded one."""
+    kind, where = describe(os.environ.get(STORE_ENV), state_dir)
+    return {"kind": kind, "path": where}
 
 
 def _kernel_sandbox(config: Config) -> dict[str, object]:

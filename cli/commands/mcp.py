@@ -20,6 +20,8 @@ from acor.cli.mcp.start import fail, parse_options, sdk_problem, start_problem
 from acor.cli.mcp.transports.stdio import serve
 from acor.cli.mcp.tools import Catalog
 from acor.cli.run import own_secrets
+from acor.cli.tasks.place import SERVER_ENV, STORE_ENV
+from acor.cli.tasks.stores import StoreProblem, open_store
 from acor.cli.textsafe import quote
 
 
@@ -61,6 +63,12 @@ from acor.cli.textsafe import quote
 @click.option("--workers", metavar="N",
               help="--http: uvicorn worker processes (more than 1 implies "
                    "--stateless).")
+@click.option("--task-store", "task_store", metavar="URL",
+              envvar=STORE_ENV, show_envvar=True,
+              help="Keep MCP tasks in this shared store, a postgresql:// "
+                   "URL, so that replicas on several machines share them "
+                   "(needs the tasks-postgres extra); default: the state "
+                   "dir's embedded store.")
 @click.pass_context
 def mcp_command(ctx: click.Context, tools: tuple[str, ...],
                 timeout: str | None, cwd: str | None = None,
@@ -69,7 +77,8 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
                 token_file: str | None = None,
                 allow_hosts: tuple[str, ...] = (),
                 allow_origins: tuple[str, ...] = (), stateless: bool = False,
-                workers: str | None = None) -> int:
+                workers: str | None = None,
+                task_store: str | None = None) -> int:
     """Serve every tool to MCP clients (Claude Code, Claude Desktop,
     Cursor, VS Code, Codex...) over stdio, or over HTTP with --http: typed
     arguments, progress, input requests and cancellation. Needs the mcp
@@ -81,6 +90,8 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
     # (its /proc/PID/environ still holds what it started with).
     own_secrets.keep_private()
     secrets = own_secrets.take_all()
+    # The store's URL may hold a password: no tool inherits it.
+    os.environ.pop(STORE_ENV, None)
     key = secrets.get(own_secrets.KEY_VAR)
     http_only = {"--host": host, "--port": port, "--token-file": token_file,
                  "--allow-host": allow_hosts or None,
@@ -111,6 +122,9 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
         return _print_http_config(client, options)
     if client is not None:
         return print_config(client, only, timeout, seconds, config)
+    problem = _use_store(task_store)
+    if problem is not None:
+        return fail(problem)
     if options is not None:
         options.key = key
         options.only = sorted(only) if only is not None else None
@@ -118,6 +132,20 @@ def mcp_command(ctx: click.Context, tools: tuple[str, ...],
         options.config_path = config
         return serve_http(options)
     return serve(only, seconds, config, key)
+
+
+def _use_store(url: str | None) -> Error | None:
+    """Why the shared task store ``url`` cannot be used, or None, checked
+    (reached, its tables made) before serving, not at the first task;
+    then handed to this server and its workers. None: the embedded one."""
+    if not url:
+        return None
+    try:
+        open_store(url, "").close()
+    except StoreProblem as exc:
+        return Error(exc.title, "E_TASK_STORE", None, exc.recovery)
+    os.environ[SERVER_ENV] = url
+    return None
 
 
 def _print_http_config(client: str, options: HttpOptions) -> int:

@@ -6,11 +6,14 @@ operators.
     $ acor tasks cancel 3f9c0a1b       # stops its run, wherever it runs
     $ acor tasks --format json         # the same, as JSON
 
-The store is the config's state dir's (:mod:`acor.cli.tasks.store`); the
-person at the command line owns it, so every task in it is shown. An id
-may be given by any unique prefix. ``cancel`` marks the task: the server
-holding it stops the run's whole process group at its next lease renewal;
-a task no live server holds is cancelled at once.
+The store is the config's state dir's (:mod:`acor.cli.tasks.store`), or
+the shared one ``--task-store URL`` (or ``ACOR_TASK_STORE``) names
+(:mod:`acor.cli.tasks.postgres`); the person at the command line owns
+it, so every task in it is shown, with the server (replica) holding it.
+An id may be given by any unique prefix. ``cancel`` marks the task: the
+server holding it stops the run's whole process group (at its next lease
+renewal, or at once through the shared store's engine); a task no live
+server holds is cancelled at once.
 """
 
 import json
@@ -23,21 +26,38 @@ import click
 from acor import exitcodes
 
 from acor.cli.commands.context import command_registry
-from acor.cli.tasks.place import store_path
+from acor.cli.errors import UsageError
+from acor.cli.tasks.place import STORE_ENV, describe, store_path
+from acor.cli.tasks.stores import Store, StoreProblem, open_store
+from acor.cli.textsafe import printable
 
 if TYPE_CHECKING:
-    from acor.cli.tasks.store import Task, TaskStore
-from acor.cli.textsafe import printable
+    from acor.cli.tasks.row import Task
 
 FORMATS = ("text", "json")
 
 
-def _store(ctx: click.Context) -> "TaskStore | None":
-    # Here, not at the top: sqlite3 costs every cold command about 15 ms.
-    from acor.cli.tasks.store import TaskStore
+def _url(ctx: click.Context) -> str | None:
+    """The shared store's URL the group was given, or None."""
+    url: str | None = (ctx.find_object(dict) or {}).get("task_store")
+    return url
+
+
+def _where(ctx: click.Context) -> tuple[str, str]:
+    return describe(_url(ctx), command_registry(ctx).config.state_dir)
+
+
+def _store(ctx: click.Context) -> Store | None:
+    """The store, or None: no embedded store made yet (no task ever)."""
+    url = _url(ctx)
     state_dir = command_registry(ctx).config.state_dir
-    path = store_path(state_dir)
-    return TaskStore(path) if os.path.exists(path) else None
+    if not url and not os.path.exists(store_path(state_dir)):
+        return None
+    try:
+        return open_store(url, state_dir)
+    except StoreProblem as exc:
+        raise UsageError(exc.title, exc.recovery,
+                         code="E_TASK_STORE") from None
 
 
 def _fmt(ctx: click.Context, fmt: str | None) -> str:
@@ -56,7 +76,7 @@ def _age(seconds: float) -> str:
 
 
 def summary(task: "Task") -> dict[str, Any]:
-    from acor.cli.tasks.store import iso  # loaded by _store already
+    from acor.cli.tasks.row import iso  # loaded by _store already
     return {"id": task.id, "status": task.status, "tool": task.tool,
             "created": iso(task.created), "updated": iso(task.updated),
             "server": task.server, "owner": task.owner,
@@ -64,12 +84,11 @@ def summary(task: "Task") -> dict[str, Any]:
             "ttl_ms": task.ttl_ms, "resumable": bool(task.resumable)}
 
 
-def _find(ctx: click.Context, store: "TaskStore | None",
+def _find(ctx: click.Context, store: Store | None,
           prefix: str) -> "Task":
     found = [] if store is None else \
         [task for task in store.all() if task.id.startswith(prefix)]
     if len(found) != 1:
-        from acor.cli.errors import UsageError
         what = "no task" if not found else f"{len(found)} tasks"
         raise UsageError(f"{what} with an id starting {printable(prefix)!r}",
                          "Run `acor tasks` to see every task and its id.",
@@ -80,18 +99,24 @@ def _find(ctx: click.Context, store: "TaskStore | None",
 @click.group("tasks", invoke_without_command=True)
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default=None,
               help="text (default) or json.")
+@click.option("--task-store", "task_store", metavar="URL",
+              envvar=STORE_ENV, show_envvar=True,
+              help="The shared store (a postgresql:// URL) acor mcp "
+                   "--task-store serves; default: the state dir's.")
 @click.pass_context
-def tasks(ctx: click.Context, fmt: str | None) -> None:
+def tasks(ctx: click.Context, fmt: str | None,
+          task_store: str | None) -> None:
     """List the MCP tasks of this project's store (status, tool, age,
     the server running it); `show ID` and `cancel ID` act on one."""
     ctx.ensure_object(dict)["tasks_format"] = fmt
+    ctx.obj["task_store"] = task_store
     if ctx.invoked_subcommand is not None:
         return
     store = _store(ctx)
     rows = [] if store is None else store.all()
     if _fmt(ctx, fmt) == "json":
-        click.echo(json.dumps({"store": store_path(command_registry(ctx)
-                                                   .config.state_dir),
+        kind, where = _where(ctx)
+        click.echo(json.dumps({"store": where, "kind": kind,
                                "tasks": [summary(t) for t in rows]},
                               indent=2))
         return
@@ -145,8 +170,7 @@ def cancel(ctx: click.Context, task_id: str) -> None:
     if task.terminal:
         click.echo(f"Task {task.id} is already {task.status}.")
         ctx.exit(exitcodes.OK)
-    store.request_cancel(task.id)
-    if task.lease_until < time.time():  # no live server holds it
+    if not store.request_cancel(task.id):  # no live server holds it
         store.set_status(task.id, "cancelled", "cancelled from the command "
                          "line")
         click.echo(f"Task {task.id} cancelled.")

@@ -43,8 +43,10 @@ from acor.cli.output.formats import write_stderr
 from acor.cli.run.request import build_request
 from acor.cli.signals import Cancel
 from acor.cli.tasks import group
-from acor.cli.tasks.lease import LEASE_S, LeaseKeeper, server_id
-from acor.cli.tasks.store import Task, TaskStore, iso, new_id, store_path
+from acor.cli.tasks.lease import LEASE_S, server_id
+from acor.cli.tasks.place import SERVER_ENV
+from acor.cli.tasks.row import Task, iso, new_id
+from acor.cli.tasks.stores import Keeper, Store, open_store
 from acor.cli.textsafe import clean_event, strip_terminal
 
 EXTENSION = "io.modelcontextprotocol/tasks"
@@ -129,7 +131,7 @@ class _TaskSink:
     kept, progress and heartbeats written to the store as the
     statusMessage (at most once a second), checkpoints noted."""
 
-    def __init__(self, store: TaskStore, task_id: str) -> None:
+    def __init__(self, store: Store, task_id: str) -> None:
         self.store = store
         self.task_id = task_id
         self.events: list[Any] = []
@@ -176,14 +178,14 @@ class Tasks:
         self.timeout = timeout
         self.plain = plain
         self.server = server_id()
-        self._store: TaskStore | None = None
+        self._store: Store | None = None
         self._open_lock = threading.Lock()
         self._cancels: dict[str, Cancel] = {}
         # Guards _cancels: a Cancel is set only while its run holds it (a
         # set() after close() could write into a reused descriptor).
         self._runs_lock = threading.Lock()
         self._answered: dict[str, threading.Event] = {}
-        self._keeper: LeaseKeeper | None = None
+        self._keeper: Keeper | None = None
         self._threads: list[threading.Thread] = []
         # Set when this server stops: a run ended by it is left to the
         # server that takes the task over, not marked cancelled.
@@ -191,17 +193,18 @@ class Tasks:
 
     # -- the store and its keeper -------------------------------------------
 
-    def store(self) -> TaskStore:
+    def store(self) -> Store:
+        """The store: the state dir's embedded one, or the shared one whose
+        URL ``acor mcp --task-store`` handed this server (``SERVER_ENV``)."""
         with self._open_lock:
             if self._store is None:
                 config = getattr(self.catalog.registry(), "config", None)
                 state_dir = getattr(config, "state_dir", None) or \
                     DEFAULT_STATE_DIR
-                self._store = TaskStore(store_path(state_dir))
-                self._keeper = LeaseKeeper(
-                    self._store, self.server, self._take_over, self._stop,
-                    self._running)
-                self._keeper.start()
+                self._store = open_store(os.environ.get(SERVER_ENV),
+                                         state_dir)
+                self._keeper = self._store.keep(
+                    self.server, self._take_over, self._stop, self._running)
                 atexit.register(self.shutdown)
             return self._store
 

@@ -7,14 +7,28 @@ or ``acor tasks cancel``) or expired, and hands it every task whose lease
 ran out: a task whose server died is never left ``working`` forever.
 """
 
+from __future__ import annotations
+
 import os
 import secrets
 import socket
 import sys
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
-from acor.cli.tasks.store import Task, TaskStore
+from acor.cli.tasks.row import Task
+
+
+class Leases(Protocol):
+    """What the keeper asks of the embedded store
+    (:class:`acor.cli.tasks.store.TaskStore`, which starts it)."""
+
+    def renew(self, server: str, lease_s: float) -> None: ...
+    def purge_expired(self) -> list[str]: ...
+    def get(self, task_id: str, owner: str | None = None
+            ) -> Task | None: ...
+    def claim_orphans(self, server: str, lease_s: float) -> list[Task]: ...
 
 LEASE_S = 15.0   # a task is another server's to take this long after the
 RENEW_S = 2.0    # last renewal; renewed this often
@@ -31,7 +45,7 @@ class LeaseKeeper(threading.Thread):
     over; ``on_stop(task_id)`` for each running task cancelled elsewhere
     or expired. Both are called on this thread."""
 
-    def __init__(self, store: TaskStore, server: str,
+    def __init__(self, store: Leases, server: str,
                  on_orphan: Callable[[Task], None],
                  on_stop: Callable[[str], None],
                  running: Callable[[], set[str]]) -> None:

@@ -12,18 +12,19 @@ sessions: the folder 0700, the database 0600. No MCP here: the wire is
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
 import time
-from dataclasses import dataclass
-from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any
 
+from acor.cli.tasks.lease import LeaseKeeper
+from acor.cli.tasks.place import STORE_KIND
 from acor.cli.tasks.place import store_path as store_path  # re-exported
+from acor.cli.tasks.row import ACTIVE, COLUMNS, column_value, new_id, \
+    task_of_row
+from acor.cli.tasks.row import Task as Task  # re-exported: the wire's type
 
-STATUSES = ("working", "input_required", "completed", "failed", "cancelled")
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 BUSY_MS = 10_000  # how long a writer waits for another's transaction
 
 _SCHEMA = """
@@ -51,60 +52,6 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_lease ON tasks (status, lease_until);
 """
-_COLUMNS = ("id", "owner", "tool", "request", "status", "message",
-            "created", "updated", "ttl_ms", "poll_ms", "result", "error",
-            "input_requests", "input_responses", "cancel", "resumable",
-            "checkpoint", "server", "lease_until", "process")
-_JSON = frozenset({"request", "result", "error", "input_requests",
-                   "input_responses"})
-_ACTIVE = "status IN ('working', 'input_required')"
-
-
-@dataclass
-class Task:
-    """One row of the store, its JSON columns decoded."""
-
-    id: str
-    owner: str
-    tool: str
-    request: dict[str, Any]
-    status: str
-    message: str | None
-    created: float
-    updated: float
-    ttl_ms: int | None
-    poll_ms: int
-    result: dict[str, Any] | None
-    error: dict[str, Any] | None
-    input_requests: dict[str, Any] | None
-    input_responses: dict[str, Any] | None
-    cancel: int
-    resumable: int
-    checkpoint: str | None
-    server: str | None
-    lease_until: float
-    process: str | None = None  # the running tool's group (tasks.group)
-
-    @property
-    def terminal(self) -> bool:
-        return self.status in TERMINAL
-
-    def expired(self, now: float) -> bool:
-        return self.ttl_ms is not None and \
-            now > self.created + self.ttl_ms / 1000
-
-
-def iso(moment: float) -> str:
-    """An ISO 8601 UTC timestamp, to the millisecond."""
-    return datetime.fromtimestamp(moment, timezone.utc).isoformat(
-        timespec="milliseconds").replace("+00:00", "Z")
-
-
-def new_id() -> str:
-    """An unguessable task id: 128 random bits."""
-    return secrets.token_hex(16)
-
-
 class TaskStore:
     """The tasks of one state dir. Thread-safe: one connection, one lock;
     SQLite's own locking orders this process against the others."""
@@ -132,6 +79,18 @@ class TaskStore:
             except sqlite3.OperationalError:
                 pass  # another server sharing the store added it first
 
+    def describe(self) -> tuple[str, str]:
+        """(kind, where): what ``acor doctor`` and ``acor tasks`` show."""
+        return STORE_KIND, self.path
+
+    def keep(self, server: str, on_orphan: Callable[[Task], None],
+             on_stop: Callable[[str], None],
+             running: Callable[[], set[str]]) -> LeaseKeeper:
+        """``server``'s lease keeper, started."""
+        keeper = LeaseKeeper(self, server, on_orphan, on_stop, running)
+        keeper.start()
+        return keeper
+
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -141,9 +100,9 @@ class TaskStore:
     def _rows(self, where: str, args: tuple[Any, ...] = ()) -> list[Task]:
         with self._lock:
             rows = self._db.execute(
-                f"SELECT {', '.join(_COLUMNS)} FROM tasks WHERE {where}",
+                f"SELECT {', '.join(COLUMNS)} FROM tasks WHERE {where}",
                 args).fetchall()
-        return [_task(row) for row in rows]
+        return [task_of_row(row) for row in rows]
 
     def get(self, task_id: str, owner: str | None = None) -> Task | None:
         """The task, or None when there is none by that id or it is not
@@ -159,7 +118,7 @@ class TaskStore:
 
     def held_by(self, server: str) -> list[Task]:
         """The unfinished tasks ``server`` holds the lease of."""
-        return self._rows(f"server = ? AND {_ACTIVE}", (server,))
+        return self._rows(f"server = ? AND {ACTIVE}", (server,))
 
     # -- writing ---------------------------------------------------------
 
@@ -178,11 +137,11 @@ class TaskStore:
                     input_responses=None, cancel=0, resumable=int(resumable),
                     checkpoint=None, server=server,
                     lease_until=now + lease_s)
-        values = [_column(name, getattr(task, name)) for name in _COLUMNS]
+        values = [column_value(name, getattr(task, name)) for name in COLUMNS]
         with self._lock:
             self._db.execute(
-                f"INSERT INTO tasks ({', '.join(_COLUMNS)}) VALUES "
-                f"({', '.join('?' * len(_COLUMNS))})", values)
+                f"INSERT INTO tasks ({', '.join(COLUMNS)}) VALUES "
+                f"({', '.join('?' * len(COLUMNS))})", values)
         return task
 
     def _update(self, task_id: str, where: str, **fields: Any) -> bool:
@@ -192,14 +151,14 @@ class TaskStore:
         with self._lock:
             cursor = self._db.execute(
                 f"UPDATE tasks SET {sets} WHERE id = ? AND {where}",
-                [_column(n, fields[n]) for n in names] + [task_id])
+                [column_value(n, fields[n]) for n in names] + [task_id])
         return cursor.rowcount == 1
 
     def set_status(self, task_id: str, status: str, message: str | None,
                    **payload: Any) -> bool:
         """Move an unfinished task to ``status`` with its payload (result,
         error, input_requests); a finished task never changes again."""
-        return self._update(task_id, _ACTIVE, status=status,
+        return self._update(task_id, ACTIVE, status=status,
                             message=message, **payload)
 
     def note(self, task_id: str, message: str,
@@ -208,7 +167,7 @@ class TaskStore:
         fields: dict[str, Any] = {"message": message}
         if checkpoint is not None:
             fields["checkpoint"] = checkpoint
-        self._update(task_id, _ACTIVE, **fields)
+        self._update(task_id, ACTIVE, **fields)
 
     def set_process(self, task_id: str, process: str | None) -> None:
         """The group the task's tool runs in now (None: no run)."""
@@ -216,8 +175,12 @@ class TaskStore:
             self._db.execute("UPDATE tasks SET process = ? WHERE id = ?",
                              (process, task_id))
 
-    def request_cancel(self, task_id: str) -> None:
-        self._update(task_id, _ACTIVE, cancel=1)
+    def request_cancel(self, task_id: str) -> bool:
+        """Mark the task cancelled-on-request; whether a live server holds
+        it (and so stops its run: else the caller ends it)."""
+        self._update(task_id, ACTIVE, cancel=1)
+        task = self.get(task_id)
+        return task is not None and task.lease_until >= time.time()
 
     def answer(self, task_id: str, responses: dict[str, Any]) -> None:
         """Keep the responses to the task's outstanding input requests;
@@ -254,7 +217,7 @@ class TaskStore:
         with self._lock:
             self._db.execute(
                 f"UPDATE tasks SET lease_until = ? WHERE server = ? AND "
-                f"{_ACTIVE}", (time.time() + lease_s, server))
+                f"{ACTIVE}", (time.time() + lease_s, server))
 
     def release(self, server: str) -> None:
         """``server`` stops: its tasks' leases end now, so another server
@@ -262,7 +225,7 @@ class TaskStore:
         with self._lock:
             self._db.execute(
                 f"UPDATE tasks SET lease_until = 0 WHERE server = ? AND "
-                f"{_ACTIVE}", (server,))
+                f"{ACTIVE}", (server,))
 
     def claim_orphans(self, server: str, lease_s: float) -> list[Task]:
         """Take every unfinished task whose lease has expired (its server
@@ -273,8 +236,8 @@ class TaskStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 rows = self._db.execute(
-                    f"SELECT {', '.join(_COLUMNS)} FROM tasks WHERE "
-                    f"{_ACTIVE} AND lease_until < ?", (now,)).fetchall()
+                    f"SELECT {', '.join(COLUMNS)} FROM tasks WHERE "
+                    f"{ACTIVE} AND lease_until < ?", (now,)).fetchall()
                 self._db.executemany(
                     "UPDATE tasks SET server = ?, lease_until = ? WHERE "
                     "id = ?", [(server, now + lease_s, row[0])
@@ -283,7 +246,7 @@ class TaskStore:
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
-        return [_task(row) for row in rows]
+        return [task_of_row(row) for row in rows]
 
     def purge_expired(self) -> list[str]:
         """Delete every task past its TTL; their ids (a running one is
@@ -295,16 +258,3 @@ class TaskStore:
             self._db.executemany("DELETE FROM tasks WHERE id = ?",
                                  [(task_id,) for task_id in expired])
         return expired
-
-
-def _column(name: str, value: Any) -> Any:
-    if name in _JSON and value is not None:
-        return json.dumps(value, separators=(",", ":"))
-    return value
-
-
-def _task(row: tuple[Any, ...]) -> Task:
-    values = {name: (json.loads(value) if name in _JSON and value is not None
-                     else value) for name, value in zip(_COLUMNS, row,
-                                                     strict=True)}
-    return Task(**values)
