@@ -16,7 +16,9 @@ acor's own:
 - every ``TICK_S`` each replica asks the engine for the running jobs of
   workers silent for ``STALLED_S`` and retries them onto the takeover
   queue; the replica whose worker fetches one again (``attempts`` above
-  0) takes the task over as the embedded store does an orphan;
+  0) takes the task over as the embedded store does an orphan; a job
+  its replica died before fetching (still waiting on its queue after
+  ``STRANDED_S``) is deferred again onto the takeover queue, the same way;
 - a cancel, from any replica or ``acor tasks cancel``, sets the row's
   flag and asks the engine to abort the job: the replica running it is
   told at once (LISTEN/NOTIFY) and stops the run's process group;
@@ -56,6 +58,10 @@ STALLED_S = 5.0      # a worker this long silent is dead: its jobs move
 TICK_S = 1.0         # the takeover, cancel and TTL round
 CONNECT_S = 5.0      # a server not answering within this is unreachable
 ADOPT_S = 30.0       # how long a job waits for the run its replica starts
+# A job still waiting on its replica's queue this long after its task last
+# moved: the replica died before fetching it (a live worker fetches within
+# a second), so it is deferred again onto the takeover queue.
+STRANDED_S = 3 * STALLED_S
 HOLD_POLL_S = 0.2    # how often a job looks whether its run ended
 CONCURRENCY = 4096   # tasks one replica's worker holds at once
 # pg_advisory_xact_lock's key: two replicas starting at once create the
@@ -312,6 +318,35 @@ class SharedStore:
                 f"{_LIVE_JOB}", (_NO_RUN, column_value("error", {
                     "code": -32603, "message": _NO_RUN}), now))
 
+    def move_stranded(self) -> int:
+        """Jobs no worker fetched (still ``todo`` on a replica's own queue
+        ``STRANDED_S`` after their task last moved: the replica died right
+        after the create), each cancelled and deferred again, as a
+        takeover, onto the takeover queue. The engine finds only running
+        jobs stalled. How many moved."""
+        cutoff = time.time() - STRANDED_S
+        moved = 0
+        with self._pool.connection() as conn:
+            rows = conn.execute(
+                f"SELECT id, job_id FROM acor_tasks WHERE {ACTIVE} AND "
+                f"created < %s AND updated < %s AND job_id IN (SELECT id "
+                f"FROM procrastinate_jobs WHERE status = 'todo' AND "
+                f"queue_name <> %s) FOR UPDATE SKIP LOCKED",
+                (cutoff, cutoff, TAKEOVER_QUEUE)).fetchall()
+            for task_id, job_id in rows:
+                # False: its worker fetched it meanwhile (it is alive).
+                if not self._jobs.cancel_job_by_id(job_id, connection=conn):
+                    continue
+                job = self._jobs.defer_job(Job(
+                    id=None, queue=TAKEOVER_QUEUE, lock=None,
+                    queueing_lock=None, task_name=TASK_NAME,
+                    task_kwargs={"task_id": task_id, "moved": True}),
+                    connection=conn)
+                conn.execute("UPDATE acor_tasks SET job_id = %s WHERE "
+                             "id = %s", (job.id, task_id))
+                moved += 1
+        return moved
+
     def keep(self, server: str, on_orphan: Callable[[Task], None],
              on_stop: Callable[[str], None],
              running: Callable[[], set[str]]) -> "EngineKeeper":
@@ -395,11 +430,14 @@ class EngineKeeper(threading.Thread):
             worker.cancel()  # the worker waits for its jobs, handed back
             await asyncio.gather(worker, rounds, return_exceptions=True)
 
-    async def _hold(self, context: JobContext, task_id: str) -> None:
-        """The job's coroutine: holds the task while its run lasts here."""
+    async def _hold(self, context: JobContext, task_id: str,
+                    moved: bool = False) -> None:
+        """The job's coroutine: holds the task while its run lasts here
+        (``moved``: a stranded job deferred again, a takeover as a retried
+        one is)."""
         try:
             await asyncio.to_thread(self._adopt, task_id,
-                                    context.job.attempts)
+                                    context.job.attempts + int(moved))
             while task_id in self._running():
                 await asyncio.sleep(HOLD_POLL_S)
         except asyncio.CancelledError:  # aborted: cancelled from anywhere
@@ -413,8 +451,8 @@ class EngineKeeper(threading.Thread):
         or, for a job handed over (a dead or stopped replica's), the
         takeover (resumed from its checkpoint, or failed saying why)."""
         task = self.store.get(task_id)
-        if task is None or task.terminal:
-            return
+        if task is None or task.terminal or task_id in self._running():
+            return  # over, or already run here: held as it is
         if attempts == 0 and task.server == self.server:
             deadline = time.monotonic() + ADOPT_S
             while task_id not in self._running() and \
@@ -448,6 +486,7 @@ class EngineKeeper(threading.Thread):
             if task is None or task.cancel or task.server != self.server:
                 self._on_stop(task_id)
         self.store.settle_jobless()
+        self.store.move_stranded()
 
     async def _take_over_stalled(self) -> None:
         """The running jobs of workers silent for ``STALLED_S``, retried

@@ -11,6 +11,7 @@ tests skip, unless ``ACOR_REQUIRE_POSTGRES=1``, which fails them.
 """
 
 import glob
+import hashlib
 import json
 import os
 import secrets
@@ -246,6 +247,50 @@ def test_a_stopped_replica_hands_its_task_to_the_other(replicas, tmp_path):
     done = on_b.until(steps["taskId"], "completed", "failed")
     assert done["status"] == "completed", done
     assert done["result"]["structuredContent"]["resumed_from"] > 0
+
+
+def _left_by_a_dead_replica(url, tool, arguments, resumable):
+    """A task as a replica killed right after answering its create leaves
+    it: the row and its job committed, the job never fetched, the create
+    a minute ago."""
+    # Here: collecting this module (make test, which leaves it out) needs
+    # no PostgreSQL driver.
+    import psycopg
+    from acor.cli.tasks.postgres import SharedStore
+    owner = "token:" + hashlib.sha256(
+        f"Bearer {TOKEN_A}".encode()).hexdigest()[:32]
+    store = SharedStore(url)
+    try:
+        task_id = secrets.token_hex(16)
+        if resumable:
+            arguments = {**arguments, "session": f"task-{task_id[:24]}"}
+        store.create(owner=owner, tool=tool, request={
+            "arguments": arguments, "version": "2026-07-28", "pair": False},
+            ttl_ms=None, poll_ms=1000, resumable=resumable,
+            server="gone.example:4242:0bad", lease_s=0, task_id=task_id)
+    finally:
+        store.close()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("UPDATE acor_tasks SET created = created - 60, "
+                     "updated = updated - 60 WHERE id = %s", (task_id,))
+    return task_id
+
+
+def test_a_task_whose_replica_died_before_fetching_its_job_is_taken_over(
+        replicas, tmp_path):
+    go, log = tmp_path / "go", tmp_path / "log"
+    go.touch()
+    steps = _left_by_a_dead_replica(
+        replicas.url, "steps", {"go": str(go), "log": str(log)}, True)
+    once = _left_by_a_dead_replica(
+        replicas.url, "once", {"go": str(tmp_path / "never")}, False)
+    on_b = Http(replicas.start(), TOKEN_A)
+    done = on_b.until(steps, "completed", "failed")
+    assert done["status"] == "completed", done
+    assert log.read_text().startswith("start 0")
+    failed = on_b.until(once, "completed", "failed")
+    assert failed["status"] == "failed", failed
+    assert "stopped before the tool finished" in failed["error"]["message"]
 
 
 def test_acor_tasks_and_doctor_see_the_shared_store(replicas, tmp_path):
