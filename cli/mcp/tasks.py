@@ -19,6 +19,7 @@ import atexit
 import hashlib
 import os
 import secrets
+import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -76,10 +77,15 @@ def declares_tasks(meta: Any) -> bool:
 
 def identity(ctx: Any) -> str:
     """Who is asking: over HTTP the bearer token (as a digest: the store
-    never holds a token), else the user running this server."""
+    never holds a token), else the user running this server, and, when
+    the store is shared by several machines, this machine's (uid 1000
+    elsewhere is someone else)."""
     request = getattr(ctx, "request", None)
     if request is None:
-        return f"user:{os.getuid()}"
+        user = f"user:{os.getuid()}"
+        if os.environ.get(SERVER_ENV):
+            return f"{user}@{socket.gethostname()}"
+        return user
     # The header counts only once the server verified it: a server without
     # a token would otherwise bind tasks to whatever a client sends.
     user = request.scope.get("user")

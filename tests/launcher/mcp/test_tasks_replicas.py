@@ -17,6 +17,7 @@ import os
 import secrets
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -28,7 +29,7 @@ import pytest
 
 from conftest import pid_alive
 from test_mcp_http import Served
-from test_tasks import (SLOW, SLOW_ARGS, STEPS, STEPS_ARGS, ASKER,
+from test_tasks import (Raw, SLOW, SLOW_ARGS, STEPS, STEPS_ARGS, ASKER,
                         ASKER_ARGS, wait_for)
 from test_tasks_http import TOKEN_A, TOKEN_B, Http
 
@@ -291,6 +292,32 @@ def test_a_task_whose_replica_died_before_fetching_its_job_is_taken_over(
     failed = on_b.until(once, "completed", "failed")
     assert failed["status"] == "failed", failed
     assert "stopped before the tool finished" in failed["error"]["message"]
+
+
+def test_over_stdio_a_shared_stores_tasks_are_the_user_on_this_machines(
+        replicas, tmp_path):
+    import psycopg
+    raw = Raw(replicas.project, env={"ACOR_TASK_STORE": replicas.url})
+    try:
+        mine = raw.call("slow", {"go": str(tmp_path / "never")})["result"]
+        with psycopg.connect(replicas.url, autocommit=True) as conn:
+            (owner,) = conn.execute("SELECT owner FROM acor_tasks WHERE "
+                                    "id = %s", (mine["taskId"],)).fetchone()
+            assert owner == f"user:{os.getuid()}@{socket.gethostname()}"
+            # The same user on another machine made this one.
+            elsewhere = secrets.token_hex(16)
+            conn.execute(
+                "INSERT INTO acor_tasks (id, owner, tool, request, status, "
+                "created, updated, poll_ms) SELECT %s, %s, tool, request, "
+                "status, created, updated, poll_ms FROM acor_tasks WHERE "
+                "id = %s", (elsewhere, f"user:{os.getuid()}@elsewhere",
+                            mine["taskId"]))
+        assert raw.get(mine["taskId"])["result"]["status"] == "working"
+        foreign = raw.get(elsewhere)
+        assert "not found" in foreign["error"]["message"]
+        assert "working" not in str(foreign)
+    finally:
+        raw.close()
 
 
 def test_acor_tasks_and_doctor_see_the_shared_store(replicas, tmp_path):
