@@ -140,7 +140,7 @@ def test_32_10_the_readmes_install_lines_work_as_copied(built, tmp_path):
 
 def test_32_10_the_compose_files_install_line_works(built, tmp_path):
     """compose.yaml's `pip install --find-links /project/dist
-    'acor-cli[mcp]'`, with the project's dist/ where /project/dist is,
+    'acor-cli[mcp,tasks-postgres]'`, with the project's dist/ where /project/dist is,
     then `acor mcp` answers a client."""
     text = (REPO / "README.md").read_text(encoding="utf-8")
     compose = text[text.index("# compose.yaml"):].split("```")[0]
