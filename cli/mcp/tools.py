@@ -89,7 +89,11 @@ class Catalog:
     def registry(self) -> Registry:
         """The current registry; reports what cannot be served."""
         started = time.perf_counter()
-        registry = self._load()
+        try:
+            registry = self._load()
+        except BaseException:
+            self._last = (None, False)  # the next load in a thread
+            raise
         elapsed = time.perf_counter() - started
         self._last = (registry, registry is self._last[0]
                       and elapsed < QUICK_LOAD)
