@@ -114,7 +114,7 @@ def call_vs_sdk() -> Result:
             sdk.close()
     result = ratio_result(
         "MCP call vs in-process SDK server", "`tools/call` of a trivial "
-        "tool, median of per-round ratios", acor_samples, sdk_samples, 4.0,
+        f"tool, median of {CALLS} per-round ratios", acor_samples, sdk_samples, 4.0,
         detail=f"acor {_ms(acor_samples)}, SDK {_ms(sdk_samples)}")
     median = statistics.median(acor_samples)
     if median > 0.008:
@@ -139,7 +139,8 @@ def call_1000_tools() -> Result:
             small.close()
     return ratio_result(
         "MCP call, 1,000 tools", "`tools/call` with 1,000 tools / with 1 "
-        "tool, after a listing, median of per-round ratios", big_samples,
+        f"tool, after a listing, median of {CALLS} per-round ratios",
+        big_samples,
         small_samples, 3.0, detail=f"1,000 tools {_ms(big_samples)}, "
         f"1 tool {_ms(small_samples)}")
 
@@ -163,7 +164,8 @@ def concurrent_calls() -> Result:
             acor.close()
     cores = min(os.cpu_count() or 1, 10)
     return bound_result("MCP, 10 concurrent calls", "10 calls at once "
-                        "against 10 one after another (speed-up)",
+                        "against 10 one after another (speed-up), median "
+                        f"of {BURSTS} bursts",
                         speedups, round(cores * 0.6, 2), "x faster",
                         higher_is_better=True,
                         detail=f"{cores} cores: ideal {cores}x")
@@ -305,7 +307,8 @@ def http_50_clients() -> Result:
     p95 = ordered[int(len(ordered) * 0.95) - 1]
     return bound_result(
         "MCP over HTTP, 50 clients at once", "each of 50 clients at once: "
-        "connect, call, result (median)", [s * 1000 for s in latencies],
+        f"connect, call, result (median of {len(walls)} bursts' calls)",
+        [s * 1000 for s in latencies],
         5000, "ms", higher_is_better=False,
         detail=f"all {len(latencies)} calls completed; p95 "
                f"{p95 * 1000:.0f} ms; 50 in {statistics.median(walls):.2f} s"

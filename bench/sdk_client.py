@@ -9,7 +9,9 @@ both, in alternating rounds.
 * http_20_clients: 20 SDK clients at once over HTTP (half legacy, half
   2026-07-28), each making 20 calls one after another: calls per second
   of the whole burst, and each call's latency (median, p95), acor's
-  bursts alternating with the SDK server's.
+  bursts alternating with the SDK server's, the median of 5 bursts each
+  (a burst's rate moves with what else the machine does in those
+  seconds); with the CPU each server spent a call.
 """
 
 import os
@@ -43,29 +45,35 @@ def stdio_modern() -> Result:
 
 
 def stdio_call(mode: str) -> Result:
-    """acor against the SDK server, one SDK-client call each per round."""
+    """acor against the SDK server, one SDK-client call each per round;
+    the detail adds the CPU each server spent a call."""
     with tempfile.TemporaryDirectory(prefix="acor-sdk-bench-") as work:
         env = _env(work)
         acor = StdioServerParameters(command=ACOR, args=["mcp"],
                                      cwd=_ping_project(work), env=env)
         sdk = StdioServerParameters(command=sys.executable,
                                     args=[SDK_SERVER], cwd=work, env=env)
-        acor_samples, sdk_samples = anyio.run(_alternate, acor, sdk, mode)
+        acor_samples, sdk_samples, cpu = anyio.run(_alternate, acor, sdk,
+                                                   mode)
     name = "legacy handshake" if mode == "legacy" else mode
     return ratio_result(
         f"MCP call, SDK client, {name}", "`call_tool` of a trivial tool "
-        "over stdio, SDK 2.x `Client`, median of per-round ratios",
-        acor_samples, sdk_samples, 4.0,
-        detail=f"acor {_ms(acor_samples)}, SDK {_ms(sdk_samples)}")
+        f"over stdio, SDK 2.x `Client`, median of {ROUNDS} per-round "
+        "ratios", acor_samples, sdk_samples, 4.0,
+        detail=f"acor {_ms(acor_samples)}, SDK {_ms(sdk_samples)}; server "
+               f"CPU a call: acor {cpu[0] * 1000:.1f} ms (with its fork "
+               f"server and tools), SDK {cpu[1] * 1000:.1f} ms")
 
 
 async def _alternate(acor: StdioServerParameters,
-                     sdk: StdioServerParameters,
-                     mode: str) -> tuple[list[float], list[float]]:
+                     sdk: StdioServerParameters, mode: str
+                     ) -> tuple[list[float], list[float], list[float]]:
     async with Client(acor, mode=mode) as a, Client(sdk, mode=mode) as b:
         for _ in range(5):
             await _timed(a)
             await _timed(b)
+        pids = [_child(acor.command), _child(SDK_SERVER)]
+        cpu = [_tree_cpu(pid) for pid in pids]
         samples_a: list[float] = []
         samples_b: list[float] = []
         for i in range(ROUNDS):
@@ -75,7 +83,32 @@ async def _alternate(acor: StdioServerParameters,
             else:
                 samples_a.append(await _timed(a))
                 samples_b.append(await _timed(b))
-    return samples_a, samples_b
+        cpu = [(_tree_cpu(pid) - before) / ROUNDS
+               for pid, before in zip(pids, cpu, strict=True)]
+    return samples_a, samples_b, cpu
+
+
+def _child(named: str) -> int:
+    """The pid of this process's child whose command line has ``named``."""
+    for pid in _children(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if named.encode() in f.read():
+                    return pid
+        except OSError:
+            continue
+    raise RuntimeError(f"no server process running {named}")
+
+
+def _children(pid: int) -> list[int]:
+    children = []
+    try:
+        for thread in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{thread}/children") as f:
+                children += [int(child) for child in f.read().split()]
+    except OSError:
+        pass
+    return children
 
 
 async def _timed(client: Client) -> float:
@@ -89,7 +122,10 @@ async def _timed(client: Client) -> float:
 
 def http_20_clients() -> Result:
     """20 clients x 20 calls over HTTP, acor's bursts alternating with the
-    SDK server's; the ratio is acor's calls/s over the SDK server's."""
+    SDK server's; the ratio is the median of the bursts' calls/s ratios,
+    and the latency's the median of their median latencies' ratios. The
+    detail adds the CPU each server spent a call (its process, and for
+    acor the fork server and the tools it forked)."""
     with tempfile.TemporaryDirectory(prefix="acor-sdk-bench-") as work:
         env = _env(work)
         acor = _start([ACOR, "mcp", "--http", "--port", "0"],
@@ -97,16 +133,22 @@ def http_20_clients() -> Result:
         port = _free_port()
         sdk = _start([sys.executable, SDK_SERVER, "--http", str(port)], work,
                      env, r"(Uvicorn running on)")
-        sdk_url = f"http://127.0.0.1:{port}/mcp"
+        servers = {"acor": (acor[0].pid, acor[1]),
+                   "sdk": (sdk[0].pid, f"http://127.0.0.1:{port}/mcp")}
         try:
-            runs: dict[str, list[tuple[float, list[float]]]] = {
+            runs: dict[str, list[tuple[float, list[float], float]]] = {
                 "acor": [], "sdk": []}
-            anyio.run(_burst, acor[1])  # warm-up: imports, warm start
-            anyio.run(_burst, sdk_url)
+            for _, url in servers.values():  # warm-up: imports, warm start
+                anyio.run(_burst, url)
             for i in range(BURSTS):
-                order = (("acor", acor[1]), ("sdk", sdk_url))
-                for who, url in (order if i % 2 == 0 else order[::-1]):
-                    runs[who].append(anyio.run(_burst, url))
+                order = ("acor", "sdk") if i % 2 == 0 else ("sdk", "acor")
+                for who in order:
+                    pid, url = servers[who]
+                    cpu = _tree_cpu(pid)
+                    rate, latencies = anyio.run(_burst, url)
+                    cpu = _tree_cpu(pid) - cpu
+                    runs[who].append((rate, latencies,
+                                      cpu / (CLIENTS * CALLS_PER_CLIENT)))
         finally:
             for process in (acor[0], sdk[0]):
                 process.terminate()
@@ -114,21 +156,49 @@ def http_20_clients() -> Result:
     rates = [a[0] / s[0]
              for a, s in zip(runs["acor"], runs["sdk"], strict=True)]
     median, noise = spread(rates)
-    acor_lat = [x for _, lat in runs["acor"] for x in lat]
-    sdk_lat = [x for _, lat in runs["sdk"] for x in lat]
-    latency_ratio = statistics.median(acor_lat) / statistics.median(sdk_lat)
+    latency_ratio = statistics.median(
+        statistics.median(a[1]) / statistics.median(s[1])
+        for a, s in zip(runs["acor"], runs["sdk"], strict=True))
+    acor_lat = [x for _, lat, _ in runs["acor"] for x in lat]
+    sdk_lat = [x for _, lat, _ in runs["sdk"] for x in lat]
+    cpu = {who: statistics.median(c for _, _, c in runs[who]) * 1000
+           for who in runs}
     result = Result(
         "MCP over HTTP, 20 clients x 20 calls", "calls/s, acor over the "
-        "in-process SDK server (median of alternating bursts)", median, 0.7,
-        "x faster", noise, median >= 0.7 * (1 - noise),
-        detail=f"acor {statistics.median(r for r, _ in runs['acor']):.0f}"
+        f"in-process SDK server, median of {BURSTS} alternating bursts",
+        median, 0.7, "x faster", noise, median >= 0.7 * (1 - noise),
+        detail=f"acor {statistics.median(r for r, _, _ in runs['acor']):.0f}"
                f" calls/s, {_ms(acor_lat, 95)}; SDK "
-               f"{statistics.median(r for r, _ in runs['sdk']):.0f} calls/s,"
-               f" {_ms(sdk_lat, 95)}; median latency "
-               f"{latency_ratio:.2f}x (target <= 2x)")
+               f"{statistics.median(r for r, _, _ in runs['sdk']):.0f} "
+               f"calls/s, {_ms(sdk_lat, 95)}; median latency "
+               f"{latency_ratio:.2f}x (target <= 2x, median of the bursts'"
+               f"); server CPU a call: acor {cpu['acor']:.1f} ms (with its "
+               f"fork server and tools), SDK {cpu['sdk']:.1f} ms")
     if latency_ratio > 2.0 * (1 + noise):
         result.fail(f"median latency {latency_ratio:.2f}x the SDK's")
     return result
+
+
+def _tree_cpu(pid: int) -> float:
+    """CPU seconds of process ``pid`` and its live children, with what
+    those children reaped (acor's fork server, and the tools it forked)."""
+    total = _cpu(pid)[0]
+    for child in _children(pid):
+        try:
+            own, reaped = _cpu(child)
+        except OSError:
+            continue  # ended between the two reads
+        total += own + reaped
+    return total
+
+
+def _cpu(pid: int) -> tuple[float, float]:
+    """(user + system, the same of its reaped children), in seconds."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(") ", 1)[1].split()
+    tick = os.sysconf("SC_CLK_TCK")
+    return ((int(fields[11]) + int(fields[12])) / tick,
+            (int(fields[13]) + int(fields[14])) / tick)
 
 
 async def _burst(url: str) -> tuple[float, list[float]]:

@@ -21,9 +21,11 @@ saying what is needed, from whom, and the exact next call.
 import traceback
 from collections.abc import Callable
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
+import anyio.abc
+import anyio.from_thread
 import anyio.to_thread
 import mcp_types as types
 from mcp.shared.exceptions import MCPError
@@ -57,6 +59,7 @@ CONCURRENT_RUNS = 64  # tools running at once; further calls wait their turn
 #: The runner's ``run`` (:func:`acor.cli.run.launch.run`), or a test's.
 RunTool = Callable[..., RunResult]
 Reply = dict[str, Any] | types.InputRequiredResult
+T = TypeVar("T")
 
 
 class CallHandler:
@@ -82,7 +85,7 @@ class CallHandler:
         """The call; ``registry``: the one a layer in front (the tasks
         extension) already loaded for this request, else loaded here."""
         if registry is None:
-            registry = await anyio.to_thread.run_sync(self.catalog.registry)
+            registry = await current(self.catalog.registry, self.catalog)
         spec = self.catalog.get(registry, params.name)
         if spec is None:
             skipped = registry.skipped_named(params.name)
@@ -96,15 +99,15 @@ class CallHandler:
         relay = ProgressRelay(ctx.session.report_progress)
         failure: Exception | None = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(relay.pump)
+            pump = _Pump(relay, tg)
             try:
-                reply = await self._call(ctx, params, spec, registry, relay)
+                reply = await self._call(ctx, params, spec, registry, pump)
             except Exception as exc:
                 # Raised out of the group, it would reach the SDK wrapped in
                 # an ExceptionGroup, which it answers with code 0.
                 failure = exc
             finally:
-                tg.cancel_scope.cancel()
+                pump.stop()
         if failure is not None:
             raise protocol_error(failure, f"the call to {spec.name!r}")
         await relay.flush()  # the latest progress goes out before the result
@@ -119,9 +122,9 @@ class CallHandler:
 
     async def _call(self, ctx: Context, params: types.CallToolRequestParams,
                     spec: ToolSpec, registry: Registry,
-                    relay: ProgressRelay) -> Reply:
+                    pump: "_Pump") -> Reply:
         call = PlainCall(ctx, spec, registry, dict(params.arguments or {}),
-                         partial(self._run, relay=relay), self.catalog,
+                         partial(self._run, pump=pump), self.catalog,
                          self.pages)
         state = read_state(params.request_state)
         if state is not None:
@@ -134,13 +137,12 @@ class CallHandler:
         return await call.rounds()
 
     async def _run(self, spec: ToolSpec, argv: list[str],
-                   registry: Registry, relay: ProgressRelay,
+                   registry: Registry, pump: "_Pump",
                    human: dict[str, Any] | None = None) -> RunResult:
         """Run the tool in a worker thread; a cancelled request stops it.
         ``human``: what a person answered, on the tool's own channel."""
         cancel = Cancel()
-        finished = False
-        sink = _Sink(relay)
+        sink = _Sink(pump)
         # No events kept by the runner: the result is built from what the
         # budget lets through (sink.events), so a tool writing gigabytes
         # costs the server the budget, not the gigabytes.
@@ -155,11 +157,16 @@ class CallHandler:
                 result.events = sink.events
             return result
 
+        # Ended by an event, not by cancelling its scope: anyio's cancel()
+        # formats the cancelling task's repr, a tenth of a millisecond a
+        # call for nothing anyone reads.
+        finished = anyio.Event()
+
         async def stop_when_cancelled() -> None:
             try:
-                await anyio.sleep_forever()
+                await finished.wait()
             finally:
-                if not finished:
+                if not finished.is_set():
                     cancel.set()
 
         try:
@@ -171,13 +178,48 @@ class CallHandler:
                     result = await anyio.to_thread.run_sync(
                         work, limiter=self._limiter)
                 finally:
-                    finished = True
-                    tg.cancel_scope.cancel()
+                    finished.set()
         finally:
             # Only now: a set() after close() could write into whatever
             # file reused the Cancel's descriptor.
             cancel.close()
         return result
+
+
+async def current(load: Callable[[], T], catalog: Catalog) -> T:
+    """``load()`` (the catalog's registry or listing) on the event loop
+    when the catalog's last load was quick, else in a worker thread
+    (:attr:`acor.cli.mcp.tools.Catalog.quick`)."""
+    if catalog.quick:
+        return load()
+    return await anyio.to_thread.run_sync(load)
+
+
+class _Pump:
+    """A call's progress pump (:meth:`ProgressRelay.pump`), started in the
+    call's task group at the run's first progress event or heartbeat: most
+    calls report none, and are spared the task and its cancelling."""
+
+    def __init__(self, relay: ProgressRelay,
+                 group: anyio.abc.TaskGroup) -> None:
+        self.relay = relay
+        self._group = group
+        self._started = False
+
+    def start(self) -> None:
+        """From the run's thread: the pump running before this returns."""
+        if not self._started:
+            self._started = True
+            try:
+                anyio.from_thread.run_sync(self._group.start_soon,
+                                           self.relay.pump)
+            except anyio.RunFinishedError:
+                pass  # the server is shutting down: nobody is listening
+
+    def stop(self) -> None:
+        """In the event loop, once no run is left: the pump cancelled."""
+        if self._started:
+            self._group.cancel_scope.cancel()
 
 
 class _Sink:
@@ -186,14 +228,17 @@ class _Sink:
     ours, which MCP clients keep as the server's log. No coalescing here:
     the relay does it."""
 
-    def __init__(self, relay: ProgressRelay) -> None:
-        self.relay = relay
+    def __init__(self, pump: _Pump) -> None:
+        self.pump = pump
+        self.relay = pump.relay
         self.events: list[Event] = []
 
     def emit(self, event: Event) -> None:
         event = clean_event(event)  # no control byte reaches the client
-        self.relay.on_event(event)
-        if event.type not in ("progress", "heartbeat"):
+        if event.type in ("progress", "heartbeat"):
+            self.pump.start()
+            self.relay.on_event(event)
+        else:
             self.events.append(event)
 
     def due(self) -> float | None:
@@ -204,6 +249,7 @@ class _Sink:
 
     def heartbeat(self) -> None:
         """The tool beat: the client hears it as progress (nudged up)."""
+        self.pump.start()
         self.relay.on_event(Heartbeat())
 
     def stderr(self, data: bytes) -> None:

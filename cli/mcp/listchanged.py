@@ -31,10 +31,9 @@ edits its own manifest, as the conformance suite's does).
 import hashlib
 import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.subscriptions import InMemorySubscriptionBus, ToolsListChanged
 from mcp_types import ToolListChangedNotification
@@ -58,10 +57,13 @@ def digest(tools: list[dict[str, Any]]) -> str:
 
 class ListWatch:
     """What each client was last served, and the notification when the
-    listing moved on. ``listing`` builds the listing now (the catalog's);
-    ``bus`` carries 2026-07-28's change events to listen streams."""
+    listing moved on. ``listing`` builds the listing now (the catalog's,
+    off the event loop unless that is quick:
+    :func:`acor.cli.mcp.calls.current`); ``bus`` carries 2026-07-28's
+    change events to listen streams."""
 
-    def __init__(self, listing: Callable[[], list[dict[str, Any]]],
+    def __init__(self,
+                 listing: Callable[[], Awaitable[list[dict[str, Any]]]],
                  bus: InMemorySubscriptionBus) -> None:
         self._listing = listing
         self.bus = bus
@@ -103,7 +105,7 @@ class ListWatch:
         if self._published is None and \
                 ctx.protocol_version in MODERN_VERSIONS:
             try:
-                listing = await anyio.to_thread.run_sync(self._listing)
+                listing = await self._listing()
             except Exception:
                 return  # the call says what went wrong
             if self._published is None:
@@ -117,8 +119,7 @@ class ListWatch:
         if seen is None:
             return  # nothing listed yet: the first listing will be news
         try:
-            current = self.digest(
-                await anyio.to_thread.run_sync(self._listing))
+            current = self.digest(await self._listing())
         except Exception:
             return  # the call's own result already says what went wrong
         if current == seen:

@@ -12,8 +12,6 @@ background thread while the first answer goes out.
 from functools import partial
 from typing import Any
 
-import anyio
-import anyio.to_thread
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.request_state import (RequestStateBoundary,
@@ -24,7 +22,7 @@ from mcp_types import (PaginatedRequestParams, ServerCapabilities,
 
 from acor import __version__
 
-from acor.cli.mcp.calls import CallHandler, RunTool, protocol_error
+from acor.cli.mcp.calls import CallHandler, RunTool, current, protocol_error
 from acor.cli.mcp.handshake import INSTRUCTIONS, SERVER_NAME, SERVER_TITLE
 from acor.cli.mcp.keys import shared_keys
 from acor.cli.mcp.listchanged import ListWatch
@@ -81,15 +79,19 @@ def build_server(catalog: Catalog, run: RunTool | None = None, *,
     if run is None:
         run = partial(launch_run, warm=warm)
     bus = InMemorySubscriptionBus()
-    watch = ListWatch(catalog.listing, bus)
+
+    async def tools_now() -> list[dict[str, Any]]:
+        return await current(catalog.listing, catalog)
+    watch = ListWatch(tools_now, bus)
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],
                          params: PaginatedRequestParams | None
                          ) -> dict[str, Any]:
-        # Discovery stats files: off the event loop, like every run. A plain
-        # dict: the SDK validates the result once, for the client's version.
+        # Discovery stats files: off the event loop unless that is quick. A
+        # plain dict: the SDK validates the result once, for the client's
+        # version.
         try:
-            tools = await anyio.to_thread.run_sync(catalog.listing)
+            tools = await tools_now()
         except Exception as exc:
             raise protocol_error(exc, "the tools listing") from None
         watch.listed(ctx, tools)

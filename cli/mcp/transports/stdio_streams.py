@@ -99,17 +99,30 @@ def _read_lines(wire: Lines, opening: Opening,
     try:
         while line is not None:
             if line.strip():
-                refusal = _not_a_message(line)
+                # Parsed once: only a line the SDK's model refuses is looked
+                # at again, for the error the SDK would not send.
+                message = _parse(line)
+                refusal = _not_a_message(line) \
+                    if isinstance(message, Exception) else None
                 if refusal is not None:
                     wire.write(refusal)
                 else:
-                    anyio.from_thread.run(send.send, _parse(line),
-                                          token=token)
+                    _deliver(send, message, token)
             line = wire.read_line()
         anyio.from_thread.run_sync(send.close, token=token)
     except (anyio.RunFinishedError, anyio.BrokenResourceError,
             anyio.ClosedResourceError):
         pass  # the server stopped first (a signal): nothing left to feed
+
+
+def _deliver(send: MemoryObjectSendStream[Inbound], message: Inbound,
+             token: anyio.lowlevel.EventLoopToken) -> None:
+    """``message`` into the server's stream: put there at once while it
+    has room (a call in the loop, no task made for it), else waited for."""
+    try:
+        anyio.from_thread.run_sync(send.send_nowait, message, token=token)
+    except anyio.WouldBlock:
+        anyio.from_thread.run(send.send, message, token=token)
 
 
 def _not_a_message(line: bytes) -> bytes | None:
