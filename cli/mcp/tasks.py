@@ -37,6 +37,7 @@ from acor.cli.discovery.config import DEFAULT_STATE_DIR
 from acor.cli.errors import UsageError
 from acor.cli.approval import fields_of, for_person
 from acor.cli.mcp import results
+from acor.cli.mcp.calls import current
 from acor.cli.mcp.questions import form_of, with_answers
 from acor.cli.mcp.tools import tool_args
 from acor.cli.mcp.versions import MODERN_VERSIONS
@@ -271,7 +272,7 @@ class Tasks:
         if ctx.protocol_version not in MODERN_VERSIONS or \
                 params.request_state is not None:
             return await self.plain(ctx, params, None)
-        registry = await anyio.to_thread.run_sync(self.catalog.registry)
+        registry = await current(self.catalog.registry, self.catalog)
         spec = self.catalog.get(registry, params.name)
         mode = getattr(spec, "task", None) if spec is not None else None
         if mode is None:  # a plain call, on the registry found here
