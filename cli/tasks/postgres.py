@@ -49,7 +49,7 @@ from acor.cli.tasks.place import SHARED_KIND, StoreProblem, hidden, \
     without_password
 from acor.cli.textsafe import printable
 from acor.cli.tasks.row import ACTIVE, COLUMNS, Task, column_value, \
-    new_id, task_of_row
+    owned, starting, task_of_row
 
 TASK_NAME = "acor-task"
 TAKEOVER_QUEUE = "acor-takeover"
@@ -166,11 +166,8 @@ class SharedStore:
         return [task_of_row(tuple(row)) for row in rows]
 
     def get(self, task_id: str, owner: str | None = None) -> Task | None:
-        """As :meth:`acor.cli.tasks.store.TaskStore.get`."""
-        found = self._rows("id = %s", (task_id,))
-        if not found or (owner is not None and found[0].owner != owner):
-            return None
-        return found[0]
+        """As :func:`acor.cli.tasks.row.owned`."""
+        return owned(self._rows("id = %s", (task_id,)), owner)
 
     def all(self) -> list[Task]:
         return self._rows("TRUE ORDER BY created")
@@ -186,14 +183,9 @@ class SharedStore:
                task_id: str | None = None) -> Task:
         """A new working task: its row and its job on ``server``'s queue,
         committed together before this returns."""
-        now = time.time()
-        task = Task(id=task_id or new_id(), owner=owner, tool=tool,
-                    request=request, status="working",
-                    message="The run is starting.",
-                    created=now, updated=now, ttl_ms=ttl_ms, poll_ms=poll_ms,
-                    result=None, error=None, input_requests=None,
-                    input_responses=None, cancel=0, resumable=int(resumable),
-                    checkpoint=None, server=server, lease_until=0.0)
+        task = starting(owner=owner, tool=tool, request=request,
+                        ttl_ms=ttl_ms, poll_ms=poll_ms, resumable=resumable,
+                        server=server, lease_until=0.0, task_id=task_id)
         values = [column_value(name, getattr(task, name))
                   for name in COLUMNS]
         with self._pool.connection() as conn:

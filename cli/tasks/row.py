@@ -4,6 +4,7 @@ id and timestamps. Standard library only."""
 
 import json
 import secrets
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -63,6 +64,29 @@ def iso(moment: float) -> str:
 def new_id() -> str:
     """An unguessable task id: 128 random bits."""
     return secrets.token_hex(16)
+
+
+def starting(*, owner: str, tool: str, request: dict[str, Any],
+             ttl_ms: int | None, poll_ms: int, resumable: bool, server: str,
+             lease_until: float, task_id: str | None = None) -> Task:
+    """A new task, working, its run about to start on ``server``."""
+    now = time.time()
+    return Task(id=task_id or new_id(), owner=owner, tool=tool,
+                request=request, status="working",
+                message="The run is starting.", created=now, updated=now,
+                ttl_ms=ttl_ms, poll_ms=poll_ms, result=None, error=None,
+                input_requests=None, input_responses=None, cancel=0,
+                resumable=int(resumable), checkpoint=None, server=server,
+                lease_until=lease_until)
+
+
+def owned(found: list[Task], owner: str | None) -> Task | None:
+    """The task found by id, or None when there is none or it is not
+    ``owner``'s (None: any owner, for the person at the command line,
+    whose store this is)."""
+    if not found or (owner is not None and found[0].owner != owner):
+        return None
+    return found[0]
 
 
 def column_value(name: str, value: Any) -> Any:

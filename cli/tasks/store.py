@@ -21,8 +21,8 @@ from typing import Any
 from acor.cli.tasks.lease import LeaseKeeper
 from acor.cli.tasks.place import STORE_KIND
 from acor.cli.tasks.place import store_path as store_path  # re-exported
-from acor.cli.tasks.row import ACTIVE, COLUMNS, column_value, new_id, \
-    task_of_row
+from acor.cli.tasks.row import ACTIVE, COLUMNS, column_value, owned, \
+    starting, task_of_row
 from acor.cli.tasks.row import Task as Task  # re-exported: the wire's type
 
 BUSY_MS = 10_000  # how long a writer waits for another's transaction
@@ -105,13 +105,8 @@ class TaskStore:
         return [task_of_row(row) for row in rows]
 
     def get(self, task_id: str, owner: str | None = None) -> Task | None:
-        """The task, or None when there is none by that id or it is not
-        ``owner``'s (None: any owner, for the person at the command line,
-        whose store this is)."""
-        found = self._rows("id = ?", (task_id,))
-        if not found or (owner is not None and found[0].owner != owner):
-            return None
-        return found[0]
+        """As :func:`acor.cli.tasks.row.owned`."""
+        return owned(self._rows("id = ?", (task_id,)), owner)
 
     def all(self) -> list[Task]:
         return self._rows("1 ORDER BY created")
@@ -128,15 +123,10 @@ class TaskStore:
                task_id: str | None = None) -> Task:
         """A new working task, committed (a ``get`` finds it) before this
         returns, leased to ``server``."""
-        now = time.time()
-        task = Task(id=task_id or new_id(), owner=owner, tool=tool,
-                    request=request, status="working",
-                    message="The run is starting.",
-                    created=now, updated=now, ttl_ms=ttl_ms, poll_ms=poll_ms,
-                    result=None, error=None, input_requests=None,
-                    input_responses=None, cancel=0, resumable=int(resumable),
-                    checkpoint=None, server=server,
-                    lease_until=now + lease_s)
+        task = starting(owner=owner, tool=tool, request=request,
+                        ttl_ms=ttl_ms, poll_ms=poll_ms, resumable=resumable,
+                        server=server, lease_until=time.time() + lease_s,
+                        task_id=task_id)
         values = [column_value(name, getattr(task, name)) for name in COLUMNS]
         with self._lock:
             self._db.execute(
