@@ -273,7 +273,15 @@ class SlowStream:
         pass
 
 
+# The fork beside a thread is what these tests are about: Python 3.12+ warns
+# of any fork in a process with threads.
+forks_beside_threads = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded, use of fork:"
+    "DeprecationWarning")
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@forks_beside_threads
 def test_children_forked_while_the_timer_writes_can_use_the_tool():
     stream = SlowStream()
     tool = AcorTool("t", stream=stream, frame_token=None,
@@ -323,6 +331,7 @@ def test_children_forked_while_the_timer_writes_can_use_the_tool():
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork()")
+@forks_beside_threads
 def test_a_forked_child_does_not_write_the_parents_held_progress():
     stream = io.StringIO()
     tool = AcorTool("t", stream=stream, frame_token=None,

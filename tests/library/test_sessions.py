@@ -271,6 +271,11 @@ def test_reading_does_not_import_filelock(state):
 needs_fork = pytest.mark.skipif(
     "fork" not in multiprocessing.get_all_start_methods(),
     reason="needs fork() and SIGKILL")
+# Python 3.12+ warns of any fork in a process with threads (pytest-xdist's
+# worker has some); these children take no lock those threads hold.
+forks_beside_threads = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded, use of fork:"
+    "DeprecationWarning")
 
 
 def _writer(state, me, gate):
@@ -281,6 +286,7 @@ def _writer(state, me, gate):
 
 
 @needs_fork
+@forks_beside_threads
 def test_sixteen_processes_lose_no_checkpoint(state):
     fork = multiprocessing.get_context("fork")
     gate = fork.Event()
@@ -329,6 +335,7 @@ def _read_until(fd, stop):
 
 
 @needs_fork
+@forks_beside_threads
 def test_sigkill_mid_write_never_leaves_a_torn_file(state):
     fork = multiprocessing.get_context("fork")
     rng = random.Random()
