@@ -248,3 +248,21 @@ def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
         return report_error(exc, fmt, out=out)
     except KeyboardInterrupt:
         return exitcodes.CANCELLED
+    except Exception as exc:
+        if _interrupted(exc):
+            return exitcodes.CANCELLED
+        raise
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether ``exc`` came of a Ctrl-C that Python wrapped on its way:
+    3.11 turns a KeyboardInterrupt raised in ``__set_name__`` (a class
+    being made, mid-import) into a RuntimeError caused by it."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False

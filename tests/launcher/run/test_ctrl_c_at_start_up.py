@@ -144,3 +144,34 @@ def test_31_12_a_ctrl_c_python_drops_in_a_weakref_callback_is_raised_again(
         out, err = proc.communicate()
     assert out == b"interrupted\n", err
     assert b"Exception ignored" not in err
+
+
+# A Ctrl-C that lands while a class with a descriptor is being made (an
+# import's cached_property: CI hit it in ipaddress): Python 3.11 wraps the
+# KeyboardInterrupt in a RuntimeError ("Error calling __set_name__"), 3.12
+# and later raise it as is. Made to land there every time.
+WRAPPED_BY_PYTHON = """
+import builtins, sys
+real_import = builtins.__import__
+def landing(name, *args, **kwargs):
+    if name == "acor.cli.commands.app":
+        class Descriptor:
+            def __set_name__(self, owner, name):
+                raise KeyboardInterrupt
+        class Owner:
+            attribute = Descriptor()
+    return real_import(name, *args, **kwargs)
+builtins.__import__ = landing
+from acor.cli.entry import main
+sys.exit(main(["doctor"]))
+"""
+
+
+def test_31_12_a_ctrl_c_python_wraps_in_another_error_ends_cancelled(
+        tmp_path):
+    import sys
+    done = subprocess.run([sys.executable, "-c", WRAPPED_BY_PYTHON],
+                          cwd=tmp_path, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 130, done.stderr
+    assert "Traceback" not in done.stderr
