@@ -9,7 +9,8 @@ shared one (``--task-store``, ``ACOR_TASK_STORE``): replicas of ``acor mcp
 """
 
 import os
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import SplitResult, parse_qsl, urlencode, urlsplit, \
+    urlunsplit
 
 FILE_NAME = "tasks.sqlite3"
 STORE_KIND = "embedded (SQLite, WAL)"
@@ -21,6 +22,7 @@ STORE_ENV = "ACOR_TASK_STORE"
 SERVER_ENV = "ACOR_MCP_TASK_STORE"
 SCHEMES = ("postgresql", "postgres")
 EXTRA_INSTALL = "pip install 'acor-cli[tasks-postgres]'"
+_SECRET_PARAMETERS = frozenset({"password", "sslpassword"})
 
 
 def store_path(state_dir: str) -> str:
@@ -28,26 +30,52 @@ def store_path(state_dir: str) -> str:
     return os.path.join(state_dir, FILE_NAME)
 
 
+def _split(url: str) -> SplitResult | None:
+    """``url``'s parts, or None: not a URL Python can read."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (a port out of range raises only here)
+    except ValueError:
+        return None
+    return parts
+
+
 def is_shared(url: str | None) -> bool:
     """Whether ``url`` names a shared store (a PostgreSQL URL)."""
-    return bool(url) and urlsplit(url or "").scheme.lower() in SCHEMES
+    parts = _split(url or "")
+    return bool(url) and parts is not None and \
+        parts.scheme.lower() in SCHEMES
 
 
 def hidden(url: str, mask: str | None = "***") -> str:
-    """``url`` with its password (if any) shown as ``mask`` (None: left
-    out): every place that shows a store's URL shows this."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.netloc.rsplit("@", 1)[1]
-    login = user if mask is None else f"{user}:{mask}"
-    return urlunsplit(parts._replace(netloc=f"{login}@{host}"))
+    """``url`` with its passwords (the login's, and libpq's ``password``
+    and ``sslpassword`` parameters) shown as ``mask`` (None: left out):
+    every place that shows a store's URL shows this. A value that is not a
+    PostgreSQL URL (a libpq ``key=value`` string may hold a password) is
+    not shown at all."""
+    parts = _split(url)
+    if parts is None or parts.scheme.lower() not in SCHEMES:
+        return "(not a postgresql:// URL)"
+    netloc = parts.netloc
+    if parts.password is not None:
+        login = parts.username or ""
+        if mask is not None:
+            login = f"{login}:{mask}"
+        netloc = f"{login}@{netloc.rsplit('@', 1)[1]}"
+    query = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _SECRET_PARAMETERS:
+            if mask is None:
+                continue
+            value = mask
+        query.append((key, value))
+    return urlunsplit(parts._replace(netloc=netloc,
+                                     query=urlencode(query, safe="/*")))
 
 
 def without_password(url: str) -> str:
-    """``url`` as a command may be given it: the password left out (the
-    client asks for it)."""
+    """``url`` as a command may be given it: the passwords left out (the
+    client asks for one)."""
     return hidden(url, None)
 
 

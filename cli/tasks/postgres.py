@@ -29,6 +29,7 @@ acor's own:
 import asyncio
 import hashlib
 import json
+import shlex
 import sys
 import threading
 import time
@@ -117,7 +118,8 @@ def _problem(url: str, exc: Exception) -> StoreProblem:
     return StoreProblem(
         f"the task store {hidden(url)} cannot be used: {reason[:300]}",
         f"Check that PostgreSQL runs there and lets this user connect and "
-        f"create tables: `psql '{without_password(url)}' -c 'SELECT 1'` "
+        f"create tables: `psql {shlex.quote(without_password(url))} -c "
+        f"'SELECT 1'` "
         f"(it asks for the password), then start again.")
 
 

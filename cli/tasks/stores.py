@@ -14,7 +14,7 @@ from collections.abc import Callable
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any, Protocol
 
-from acor.cli.tasks.place import EXTRA_INSTALL, SCHEMES, hidden, is_shared, \
+from acor.cli.tasks.place import EXTRA_INSTALL, SCHEMES, is_shared, \
     store_path
 from acor.cli.tasks.place import StoreProblem as StoreProblem  # re-exported
 
@@ -63,7 +63,7 @@ def check_url(url: str) -> None:
     imports nothing."""
     if not is_shared(url):
         raise StoreProblem(
-            f"the task store {hidden(url)!r} is not a PostgreSQL URL",
+            "the task store given is not a PostgreSQL URL",
             f"Give a URL starting {SCHEMES[0]}:// (e.g. --task-store "
             f"postgresql://acor@db/acor), or none for the embedded store.")
     if find_spec("procrastinate") is None or find_spec("psycopg") is None:
