@@ -313,20 +313,22 @@ class Terminal:
         while time.monotonic() < deadline:
             if not self._read(0.2):
                 break  # the terminal closed: acor has ended
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
+            # Reaped through Popen, never os.waitpid: a Popen that never
+            # saw its child end reaps its pid later, whoever has it then.
+            code = self._process.poll()
+            if code is not None:
                 while self._read(0.05):
                     pass
                 os.close(self.fd)
-                return os.waitstatus_to_exitcode(status)
+                return code
         while time.monotonic() < deadline:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
+            code = self._process.poll()
+            if code is not None:
                 os.close(self.fd)
-                return os.waitstatus_to_exitcode(status)
+                return code
             time.sleep(0.05)
-        os.kill(self.pid, signal.SIGKILL)
-        os.waitpid(self.pid, 0)
+        self._process.kill()
+        self._process.wait()
         raise AssertionError(f"acor did not end: {self.seen!r}")
 
     @property
