@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from acor.cli.tasks.place import EXTRA_INSTALL, SCHEMES, is_shared, \
     store_path
 from acor.cli.tasks.place import StoreProblem as StoreProblem  # re-exported
+from acor.cli.textsafe import printable
 
 if TYPE_CHECKING:  # the stores themselves are imported only when opened
     from acor.cli.tasks.row import Task
@@ -84,5 +85,20 @@ def open_store(url: str | None, state_dir: str) -> Store:
     check_url(url)
     # Only here: Procrastinate and psycopg cost about 100 ms to import,
     # paid only when a shared store is asked for.
-    from acor.cli.tasks.postgres import SharedStore
+    try:
+        from acor.cli.tasks.postgres import SharedStore
+    except ImportError as exc:  # installed, but it cannot load: no libpq
+        raise StoreProblem(
+            f"the shared task store's PostgreSQL driver cannot load: "
+            f"{_last_line(exc)}",
+            "psycopg needs libpq: install it (Debian, Ubuntu: `apt-get "
+            "install libpq5`), or psycopg's own build of it (`pip install "
+            "'psycopg[binary]'`), then start again.") from None
     return SharedStore(url)
+
+
+def _last_line(exc: BaseException) -> str:
+    """The exception's last line (psycopg's says what its last try
+    lacked), printable and bounded."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return printable((lines or [type(exc).__name__])[-1])[:300]

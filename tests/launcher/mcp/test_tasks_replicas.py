@@ -383,3 +383,15 @@ def test_a_missing_extra_is_a_clear_start_error(replicas_project,
     assert done.returncode == 2
     assert "pip install 'acor-cli[tasks-postgres]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_driver_that_cannot_load_is_a_clear_start_error(replicas_project,
+                                                          store_url):
+    # The extra installed, but psycopg finds no libpq (a slim image): its
+    # import fails, as with its pq module refused here.
+    done = _start_mcp(replicas_project, "--task-store", store_url,
+                      prelude="sys.modules['psycopg.pq'] = None\n")
+    assert done.returncode == 2
+    assert "PostgreSQL driver cannot load" in done.stderr
+    assert "apt-get install libpq5" in done.stderr
+    assert "Traceback" not in done.stderr
