@@ -194,13 +194,22 @@ class SharedStore:
             conn.execute(
                 f"INSERT INTO acor_tasks ({', '.join(COLUMNS)}) VALUES "
                 f"({', '.join(['%s'] * len(COLUMNS))})", values)
-            job = self._jobs.defer_job(Job(
-                id=None, queue=replica_queue(server), lock=None,
-                queueing_lock=None, task_name=TASK_NAME,
-                task_kwargs={"task_id": task.id}), connection=conn)
-            conn.execute("UPDATE acor_tasks SET job_id = %s WHERE id = %s",
-                         (job.id, task.id))
+            self._hold_by_job(conn, task.id, replica_queue(server))
         return task
+
+    def _hold_by_job(self, conn: psycopg.Connection[Any], task_id: str,
+                     queue: str, moved: bool = False) -> None:
+        """A job on ``queue`` that holds the task, deferred and named in
+        its row inside ``conn``'s transaction (``moved``: a stranded job
+        deferred again, taken over as a retried one is)."""
+        kwargs: dict[str, Any] = {"task_id": task_id}
+        if moved:
+            kwargs["moved"] = True
+        job = self._jobs.defer_job(Job(
+            id=None, queue=queue, lock=None, queueing_lock=None,
+            task_name=TASK_NAME, task_kwargs=kwargs), connection=conn)
+        conn.execute("UPDATE acor_tasks SET job_id = %s WHERE id = %s",
+                     (job.id, task_id))
 
     def _update(self, task_id: str, where: str, **fields: Any) -> bool:
         fields["updated"] = time.time()
@@ -331,13 +340,7 @@ class SharedStore:
                 # False: its worker fetched it meanwhile (it is alive).
                 if not self._jobs.cancel_job_by_id(job_id, connection=conn):
                     continue
-                job = self._jobs.defer_job(Job(
-                    id=None, queue=TAKEOVER_QUEUE, lock=None,
-                    queueing_lock=None, task_name=TASK_NAME,
-                    task_kwargs={"task_id": task_id, "moved": True}),
-                    connection=conn)
-                conn.execute("UPDATE acor_tasks SET job_id = %s WHERE "
-                             "id = %s", (job.id, task_id))
+                self._hold_by_job(conn, task_id, TAKEOVER_QUEUE, moved=True)
                 moved += 1
         return moved
 
