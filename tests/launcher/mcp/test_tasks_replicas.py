@@ -374,24 +374,21 @@ def test_a_store_that_cannot_be_used_is_a_clear_start_error(
     assert "s3cret-pw" not in done.stderr + done.stdout
 
 
-def test_a_missing_extra_is_a_clear_start_error(replicas_project,
-                                                store_url):
+@pytest.mark.parametrize("prelude, says", [
     # find_spec answers None for a module set to None in sys.modules: as
     # an install without the tasks-postgres extra.
-    done = _start_mcp(replicas_project, "--task-store", store_url,
-                      prelude="sys.modules['procrastinate'] = None\n")
-    assert done.returncode == 2
-    assert "pip install 'acor-cli[tasks-postgres]'" in done.stderr
-    assert "Traceback" not in done.stderr
-
-
-def test_a_driver_that_cannot_load_is_a_clear_start_error(replicas_project,
-                                                          store_url):
+    ("sys.modules['procrastinate'] = None\n",
+     ["pip install 'acor-cli[tasks-postgres]'"]),
     # The extra installed, but psycopg finds no libpq (a slim image): its
     # import fails, as with its pq module refused here.
+    ("sys.modules['psycopg.pq'] = None\n",
+     ["PostgreSQL driver cannot load", "apt-get install libpq5"])],
+    ids=["missing extra", "driver cannot load"])
+def test_an_install_that_cannot_open_the_store_is_a_clear_start_error(
+        replicas_project, store_url, prelude, says):
     done = _start_mcp(replicas_project, "--task-store", store_url,
-                      prelude="sys.modules['psycopg.pq'] = None\n")
+                      prelude=prelude)
     assert done.returncode == 2
-    assert "PostgreSQL driver cannot load" in done.stderr
-    assert "apt-get install libpq5" in done.stderr
+    for words in says:
+        assert words in done.stderr
     assert "Traceback" not in done.stderr
