@@ -1,5 +1,5 @@
 """The ``acor`` command: parse the global options, then run a tool
-(:func:`acor.cli.terminal.ask.run_and_ask`) or hand a built-in command to the
+(:func:`acor.cli.terminal.named.run_and_ask`) or hand a built-in command to the
 click application (:mod:`acor.cli.commands.app`).
 
 ``acor <tool> args`` is the hot path an agent pays for on every call, so its
@@ -18,6 +18,7 @@ from acor import exitcodes
 from acor.cli.command_names import BUILTIN_COMMANDS
 from acor.cli.durations import check_seconds
 from acor.cli.errors import LauncherError, UsageError
+from acor.cli.exiting import leave
 from acor.cli.output.formats import FORMATS
 from acor.cli.output.person import report_error
 from acor.cli.signals import EarlySignals, interrupt_as_python_does
@@ -212,12 +213,12 @@ def main(argv: Optional[Sequence[str]] = None,
     this call (the console script installs it first thing)."""
     early = early if early is not None else EarlySignals()
     _ensure_std_fds()
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv_given, argv = argv, list(sys.argv[1:] if argv is None else argv)
     fmt = _asked_format(argv)  # for an error before the options are read
     # Where errors go: stdout, unless stdout is the JSON-RPC of acor mcp.
     out = sys.stderr.buffer if serves_mcp(argv) else None
     try:
-        return _run(argv, early, fmt, out)
+        return _run(argv, early, fmt, out, whole_process=argv_given is None)
     except BrokenPipeError:
         # The reader went away (`acor tool | head -1`), maybe while an
         # error was reported: the tool's group is already ended by the
@@ -228,7 +229,7 @@ def main(argv: Optional[Sequence[str]] = None,
 
 
 def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
-         out: Optional[BinaryIO]) -> int:
+         out: Optional[BinaryIO], whole_process: bool = False) -> int:
     try:
         options, words, rest = split_options(argv)
         fmt = options.get("format")
@@ -242,8 +243,11 @@ def _run(argv: list[str], early: EarlySignals, fmt: Optional[str],
             code: int = run_command(argv, fmt, early, out=out)
             return code
         # the runner's modules: only a tool run needs them, not a command
-        from acor.cli.terminal.ask import run_and_ask
-        return run_and_ask(rest[0], rest[1:], options, words, early)
+        from acor.cli.terminal.named import run_and_ask
+        code = run_and_ask(rest[0], rest[1:], options, words, early)
+        if whole_process:  # the command is this process: end it now
+            leave(code, broken_pipe=exitcodes.BROKEN_PIPE)
+        return code
     except LauncherError as exc:
         return report_error(exc, fmt, out=out)
     except KeyboardInterrupt:

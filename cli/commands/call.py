@@ -29,7 +29,7 @@ def call_command(ctx: click.Context, tool: str, arguments: str) -> None:
     from stdin), checked against the tool's argument schema first."""
     from acor.cli.commands.context import command_registry
     from acor.cli.errors import unknown_tool
-    from acor.cli.terminal.ask import run_and_ask
+    from acor.cli.terminal.named import run_and_ask
     from acor.cli.signals import EarlySignals
     obj = ctx.find_root().obj or {}
     text = sys.stdin.read() if arguments == "-" else arguments

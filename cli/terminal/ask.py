@@ -16,7 +16,6 @@ asking off; so does a stdin that is not a terminal.
 from __future__ import annotations
 
 import signal
-import sys
 import time
 from contextlib import contextmanager
 
@@ -25,7 +24,6 @@ from acor.layout import choice_values
 from acor.cli.approval import (APPROVAL_TTL, Field, command_text,
                                field_prompt, fields_of, request_lines,
                                safe_line)
-from acor.cli.terminal.named import run_named
 from acor.cli.signals import (HANDLED, end_python_interrupts,
                               raise_dropped_interrupts)
 
@@ -34,34 +32,9 @@ if TYPE_CHECKING:
     from typing import Any, Callable, Iterator, NoReturn, Sequence
 
     from acor.cli.run.result import RunResult
-    from acor.cli.signals import EarlySignals
 
 
-def run_and_ask(name: str, args: list[str], options: dict[str, Any],
-                words: list[str], early: EarlySignals) -> int:
-    """``acor NAME ARGS``: run the tool (:func:`run_named`); when it ends
-    Input Needed in the rich view at a terminal, ask and run it again.
-    Returns the exit code."""
-    at_terminal = sys.stdin.isatty()
-    person = not options.get("no_input") and at_terminal
-    result, fmt = run_named(name, args, options, words, early, person=person)
-    if fmt == "rich" and person and result.state == "input_needed":
-        if early.received:  # a Ctrl-C as the run ended: no question
-            _say(f"Not asked: {name} was stopped, and nothing was "
-                 "approved.")
-            return result.exit_code
-        return ask_and_rerun(
-            result, name, args,
-            lambda again, human: run_named(name, again, options, words,
-                                           early, person=True,
-                                           human=human)[0],
-            words)
-    if fmt == "rich" and at_terminal and result.state == "input_needed":
-        _not_asked(name, args, words)
-    return result.exit_code
-
-
-def _not_asked(name: str, args: list[str], words: list[str]) -> None:
+def not_asked(name: str, args: list[str], words: list[str]) -> None:
     """``--no-input`` at a terminal: what the person does to be asked,
     then the run's final status."""
     from acor.cli.output.rich_view import person_console, status_line
@@ -85,7 +58,7 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
         fields = fields_of(result.fields, result.args_schema)
         again = [f.name for f in fields if f.name in asked]
         if again:
-            _say(f"{name} asked again for {', '.join(again)}, already "
+            say(f"{name} asked again for {', '.join(again)}, already "
                  "answered in this run: not asking twice. The run ends "
                  "here.")
             return result.exit_code
@@ -97,11 +70,11 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
                 answers = {f.name: _ask(f) for f in fields}
         except (click.Abort, EOFError, KeyboardInterrupt):
             click.echo("")  # off the line the question is on (stdout)
-            _say(f"Not answered: {name} was not run again, and nothing "
+            say(f"Not answered: {name} was not run again, and nothing "
                  "was approved.")
             return result.exit_code
         if time.monotonic() - shown > APPROVAL_TTL:
-            _say(f"The request expired ({APPROVAL_TTL // 60} minutes): "
+            say(f"The request expired ({APPROVAL_TTL // 60} minutes): "
                  f"{name} was not run again. Run the command again to be "
                  "asked anew.")
             return result.exit_code
@@ -229,7 +202,7 @@ def _without(words: list[str], flag: str, presence: bool) -> list[str]:
     return kept
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     import click
     click.echo(text, err=True)
 

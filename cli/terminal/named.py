@@ -25,6 +25,32 @@ if TYPE_CHECKING:
     from acor.cli.signals import EarlySignals
 
 
+def run_and_ask(name: str, args: list[str], options: dict[str, Any],
+                words: list[str], early: EarlySignals) -> int:
+    """``acor NAME ARGS``: run the tool (:func:`run_named`); when it ends
+    Input Needed in the rich view at a terminal, ask and run it again
+    (:mod:`cli.terminal.ask`). Returns the exit code."""
+    at_terminal = sys.stdin.isatty()
+    person = not options.get("no_input") and at_terminal
+    result, fmt = run_named(name, args, options, words, early, person=person)
+    if fmt != "rich" or not at_terminal or result.state != "input_needed":
+        return result.exit_code
+    # Loaded only to ask: the request's wording and the questions cost a
+    # run about 3 ms before its tool starts, which no agent's run needs.
+    from acor.cli.terminal import ask
+    if not person:  # --no-input
+        ask.not_asked(name, args, words)
+        return result.exit_code
+    if early.received:  # a Ctrl-C as the run ended: no question
+        ask.say(f"Not asked: {name} was stopped, and nothing was approved.")
+        return result.exit_code
+    return ask.ask_and_rerun(
+        result, name, args,
+        lambda again, human: run_named(name, again, options, words, early,
+                                       person=True, human=human)[0],
+        words)
+
+
 def run_named(name: str, args: list[str], options: Mapping[str, Any],
               words: list[str], early: EarlySignals, person: bool = False,
               human: Optional[Mapping[str, object]] = None

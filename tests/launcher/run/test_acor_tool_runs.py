@@ -554,8 +554,9 @@ def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
         project, tmp_path):
     # Every agent call pays for what acor imports before its tool starts;
     # what only relaying needs (the grammar, the decoder, the JSON
-    # encoders) loads while the tool starts up, and a warm discovery
-    # reads no JSON and checks no manifest.
+    # encoders) loads while the tool starts up, what only asking a person
+    # needs (the request's wording, the questions) loads only to ask, and
+    # a warm discovery reads no JSON and checks no manifest.
     project.add_tool("t", "from acor import AcorTool\n"
                           "with AcorTool() as tool:\n    tool.output('hi')\n")
     past = time.time() - 3600  # the cache saves no fresh timestamps
@@ -582,7 +583,8 @@ def test_a_warm_run_spawns_its_tool_before_loading_what_relaying_needs(
     assert "acor.cli.discovery.spec" in before  # the registry came from the cache
     late = {"json", "acor.cli.discovery.manifest", "acor.grammar", "acor.decode",
             "acor.jsonlines", "orjson", "yaml", "click", "rich",
-            "importlib.metadata", "typing",
+            "importlib.metadata", "typing", "acor.layout", "acor.escaping",
+            "acor.cli.approval", "acor.cli.terminal.ask",
             # acor is the whole process: it spawns without subprocess
             "subprocess", "ctypes"}
     assert before & late == set()
