@@ -210,7 +210,10 @@ def _ensure_std_fds() -> None:
 def main(argv: Optional[Sequence[str]] = None,
          early: Optional[EarlySignals] = None) -> int:
     """The ``acor`` command. ``early`` holds the signals caught before
-    this call (the console script installs it first thing)."""
+    this call (the console script installs it first thing). When this
+    process is the command (``argv`` None: the console script, ``python -m
+    acor``), a tool's run ends it through :func:`cli.exiting.leave`, and
+    this call does not return."""
     early = early if early is not None else EarlySignals()
     _ensure_std_fds()
     argv_given, argv = argv, list(sys.argv[1:] if argv is None else argv)
