@@ -138,40 +138,94 @@ class Kept:
     without reading the cache file or building a thousand records again.
     The registry is shared by the loads it serves: nobody changes one
     (:func:`_pinned` works on a copy). Safe across threads: what is kept
-    is one tuple, replaced whole."""
+    is one object, replaced whole."""
 
     __slots__ = ("_held",)
 
     def __init__(self) -> None:
-        self._held: tuple[list[object], list[list[Any]], Registry] | None \
-            = None
+        self._held: _Held | None = None
 
-    def get(self, key: list[object]) -> Registry | None:
-        """The kept registry if it is still what a scan would find."""
+    def get(self, key: list[object], tool: str | None = None
+            ) -> Registry | None:
+        """The kept registry if it is still what a scan would find. With
+        ``tool``, for a call of that tool alone: every path is checked but
+        the other tools' own files (their manifests and programs), whose
+        change no call of ``tool`` can see. With a thousand tools that is a
+        handful of stats, not two thousand; a server checks every path again
+        after each call (:mod:`acor.cli.mcp.listchanged`), and tells its
+        clients what changed."""
         held = self._held
-        if held is None or held[0] != key or not cache.unchanged(held[1]):
+        if held is None or held.key != key or \
+                not cache.unchanged(held.entries_for(tool)):
             return None
-        return held[2]
+        return held.registry
 
     def keep(self, key: list[object], entries: list[list[Any]],
              registry: Registry) -> None:
-        self._held = (key, entries, registry)
+        self._held = _Held(key, entries, registry)
+
+
+class _Held:
+    """What :class:`Kept` holds: the registry, its key and fingerprint,
+    and which of the fingerprint's paths are one tool's own files."""
+
+    __slots__ = ("key", "entries", "registry", "_by_tool")
+
+    def __init__(self, key: list[object], entries: list[list[Any]],
+                 registry: Registry) -> None:
+        self.key = key
+        self.entries = entries
+        self.registry = registry
+        # tool -> the entries a call of it checks; made at the first call
+        self._by_tool: dict[str, list[list[Any]]] | None = None
+
+    def entries_for(self, tool: str | None) -> list[list[Any]]:
+        """Every entry (``tool`` None, or a name the registry does not
+        serve), else the entries a call of ``tool`` checks."""
+        if tool is None or tool not in self.registry.tools:
+            return self.entries
+        by_tool = self._by_tool
+        if by_tool is None:  # two threads may both build it: the same
+            by_tool = self._by_tool = _entries_by_tool(self.entries,
+                                                       self.registry)
+        return by_tool[tool]
+
+
+def _entries_by_tool(entries: list[list[Any]], registry: Registry
+                     ) -> dict[str, list[list[Any]]]:
+    """For each served tool, the entries a call of it checks: its own files
+    (its manifest, and any path of its command line: the program, a
+    function's source) and every entry that is no tool's own (the config,
+    the tools dirs whose listing shows a tool added or removed, the trust
+    file, a skipped manifest). A file two tools share is each one's."""
+    owners: dict[str, list[str]] = {}
+    for name, spec in registry.tools.items():
+        for path in {spec.manifest_path, *spec.argv}:
+            owners.setdefault(path, []).append(name)
+    shared = [entry for entry in entries if entry[0] not in owners]
+    by_tool = {name: list(shared) for name in registry.tools}
+    for entry in entries:
+        for name in owners.get(entry[0], ()):
+            by_tool[name].append(entry)
+    return by_tool
 
 
 def load_registry(cwd: str | None = None, config_path: str | None = None,
-                  pinned: bool = True, kept: Kept | None = None) -> Registry:
+                  pinned: bool = True, kept: Kept | None = None,
+                  for_tool: str | None = None) -> Registry:
     """The registry for ``cwd`` (default: the current directory).
 
     ``config_path`` is ``--config``; ``$ACOR_CONFIG`` is honoured too.
     Served from the cache when nothing changed (``ACOR_NO_CACHE=1``
     bypasses it), and from ``kept`` before that (a :class:`Kept`: a
-    long-lived process's last registry, under the same test). With
+    long-lived process's last registry, under the same test, or, with
+    ``for_tool``, the test for a call of that tool: :meth:`Kept.get`). With
     ``pinned`` (all but ``acor lock``), a tool that is not what the
     project's ``acor.lock`` pins is moved to the skipped
     (:mod:`cli.discovery.lock`). Raises
     :class:`acor.cli.discovery.config.ConfigError` only.
     """
-    registry = _discovered(cwd, config_path, kept)
+    registry = _discovered(cwd, config_path, kept, for_tool)
     return _pinned(registry) if pinned else registry
 
 
@@ -201,7 +255,7 @@ def _pinned(registry: Registry) -> Registry:
 
 
 def _discovered(cwd: str | None, config_path: str | None,
-                kept: Kept | None) -> Registry:
+                kept: Kept | None, for_tool: str | None = None) -> Registry:
     """The registry as discovery finds it: the one ``kept``, else from the
     cache, else a scan."""
     try:
@@ -216,7 +270,7 @@ def _discovered(cwd: str | None, config_path: str | None,
         return scan(read_config(path, cwd), _config_fingerprint(path))
     key = cache.key(root, path)
     if kept is not None:
-        registry = kept.get(key)
+        registry = kept.get(key, for_tool)
         if registry is not None:
             return registry
     found = cache.read_entry(root, path)

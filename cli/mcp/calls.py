@@ -85,7 +85,9 @@ class CallHandler:
         """The call; ``registry``: the one a layer in front (the tasks
         extension) already loaded for this request, else loaded here."""
         if registry is None:
-            registry = await current(self.catalog.registry, self.catalog)
+            registry = await current(
+                partial(self.catalog.registry_for_call, params.name),
+                self.catalog.quick_for_call)
         spec = self.catalog.get(registry, params.name)
         if spec is None:
             skipped = registry.skipped_named(params.name)
@@ -186,11 +188,11 @@ class CallHandler:
         return result
 
 
-async def current(load: Callable[[], T], catalog: Catalog) -> T:
+async def current(load: Callable[[], T], quick: bool) -> T:
     """``load()`` (the catalog's registry or listing) on the event loop
-    when the catalog's last load was quick, else in a worker thread
-    (:attr:`acor.cli.mcp.tools.Catalog.quick`)."""
-    if catalog.quick:
+    when the catalog's last such load was ``quick``, else in a worker
+    thread (:attr:`acor.cli.mcp.tools.Catalog.quick`)."""
+    if quick:
         return load()
     return await anyio.to_thread.run_sync(load)
 

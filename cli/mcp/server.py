@@ -81,7 +81,7 @@ def build_server(catalog: Catalog, run: RunTool | None = None, *,
     bus = InMemorySubscriptionBus()
 
     async def tools_now() -> list[dict[str, Any]]:
-        return await current(catalog.listing, catalog)
+        return await current(catalog.listing, catalog.quick)
     watch = ListWatch(tools_now, bus)
 
     async def list_tools(ctx: ServerRequestContext[Any, Any],

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
 
 import anyio
@@ -272,7 +273,9 @@ class Tasks:
         if ctx.protocol_version not in MODERN_VERSIONS or \
                 params.request_state is not None:
             return await self.plain(ctx, params, None)
-        registry = await current(self.catalog.registry, self.catalog)
+        registry = await current(
+            partial(self.catalog.registry_for_call, params.name),
+            self.catalog.quick_for_call)
         spec = self.catalog.get(registry, params.name)
         mode = getattr(spec, "task", None) if spec is not None else None
         if mode is None:  # a plain call, on the registry found here

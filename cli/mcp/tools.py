@@ -42,6 +42,17 @@ ANNOTATION_KEYS = ("title", "readOnlyHint", "destructiveHint",
 QUICK_LOAD = 0.0005
 
 
+def _timed_load(load: Callable[[], Registry], previous: Registry | None
+                ) -> tuple[Registry, tuple[Registry, bool]]:
+    """``load()``, and whether it was quick: the same registry as
+    ``previous`` (nothing changed), found within :data:`QUICK_LOAD`."""
+    started = time.perf_counter()
+    registry = load()
+    quick = registry is previous and \
+        time.perf_counter() - started < QUICK_LOAD
+    return registry, (registry, quick)
+
+
 class UnknownTools(Exception):
     """``--tools`` named tools that discovery did not find."""
 
@@ -62,8 +73,11 @@ class Catalog:
 
     def __init__(self, load: Callable[[], Registry],
                  only: set[str] | None = None,
-                 log: TextIO | None = None) -> None:
+                 log: TextIO | None = None,
+                 load_for_call: Callable[[str], Registry] | None = None
+                 ) -> None:
         self._load = load
+        self._load_for_call = load_for_call
         self.only = only
         self._log = log if log is not None else sys.stderr
         self._reported: set[str] = set()
@@ -71,8 +85,10 @@ class Catalog:
         self._built: dict[str, tuple[tuple[Any, ...], dict[str, Any]]] = {}
         # The registry last listed and its listing (replaced whole).
         self._listed: tuple[Registry, list[dict[str, Any]]] | None = None
-        # The last load's registry, and whether that load was quick.
+        # The last load's registry, and whether that load was quick; the
+        # same for the loads before a call (:meth:`registry_for_call`).
         self._last: tuple[Registry | None, bool] = (None, False)
+        self._last_call: tuple[Registry | None, bool] = (None, False)
 
     @classmethod
     def of_project(cls, config_path: str | None,
@@ -83,20 +99,33 @@ class Catalog:
         twin and ``acor mcp --client`` build their catalog. The registry
         is kept between loads while it is still what discovery would find
         (:class:`acor.cli.discovery.registry.Kept`)."""
+        kept = Kept()
         return cls(partial(load_registry, config_path=config_path,
-                           kept=Kept()), only)
+                           kept=kept), only,
+                   load_for_call=lambda name: load_registry(
+                       config_path=config_path, kept=kept, for_tool=name))
 
     def registry(self) -> Registry:
         """The current registry; reports what cannot be served."""
-        started = time.perf_counter()
-        try:
-            registry = self._load()
-        except BaseException:
-            self._last = (None, False)  # the next load in a thread
-            raise
-        elapsed = time.perf_counter() - started
-        self._last = (registry, registry is self._last[0]
-                      and elapsed < QUICK_LOAD)
+        previous, self._last = self._last[0], (None, False)  # if it fails
+        registry, self._last = _timed_load(self._load, previous)
+        return self._reported_skips(registry)
+
+    def registry_for_call(self, name: str) -> Registry:
+        """The current registry for a call of the tool ``name``: the other
+        tools' own files are not checked (:meth:`Kept.get
+        <acor.cli.discovery.registry.Kept.get>`), which the check after
+        the call does. Its quickness is its own (:attr:`quick_for_call`):
+        with a thousand tools this load is quick where the full one is
+        not."""
+        if self._load_for_call is None:
+            return self.registry()
+        previous, self._last_call = self._last_call[0], (None, False)
+        registry, self._last_call = _timed_load(
+            partial(self._load_for_call, name), previous)
+        return self._reported_skips(registry)
+
+    def _reported_skips(self, registry: Registry) -> Registry:
         for skipped in registry.skipped:
             self._report(f"skipped:{skipped.path}:{skipped.reason}",
                          f"manifest {skipped.path} is not served: "
@@ -111,6 +140,12 @@ class Catalog:
         scan of the project), then loads go to a thread until they are
         quick again."""
         return self._last[1]
+
+    @property
+    def quick_for_call(self) -> bool:
+        """:attr:`quick`, for :meth:`registry_for_call`."""
+        return self._last_call[1] if self._load_for_call is not None \
+            else self._last[1]
 
     def check_only(self, registry: Registry) -> None:
         """Raise :class:`UnknownTools` when ``--tools`` names a tool that
