@@ -223,6 +223,26 @@ def test_programs_the_tool_starts_cannot_read_the_token_warm(tools,
     assert warm.data == cold.data and warm.data["env"] == "[]"
 
 
+def test_a_thread_the_tool_leaves_running_ends_its_run_warm(tools,
+                                                          starter):
+    # The main thread ends first; the process waits for its non-daemon
+    # thread, which writes the final status (the sleep only makes sure
+    # the main thread has ended: it does not have to be long to pass).
+    tools.add_tool("late", """
+        import threading, time
+        from acor import AcorTool
+
+        def finish():
+            time.sleep(0.3)
+            with AcorTool() as tool:
+                tool.output({"from": threading.current_thread().name})
+        threading.Thread(target=finish, name="finisher").start()
+    """)
+    cold, warm = both("late", (), starter)
+    assert warm.state == cold.state == "complete", (warm.errors, cold.errors)
+    assert warm.data == cold.data == {"from": "finisher"}
+
+
 def test_concurrent_warm_runs_each_get_their_own_result(tools, starter):
     tools.add_tool("echo", """
         import sys
