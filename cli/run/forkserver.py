@@ -6,8 +6,8 @@ It is started as ``python -u -P -c BOOT`` with its control socket on a file
 descriptor named in ``ACOR_FORKSERVER_FD``, and stays single-threaded: a
 process with one thread can fork safely and enter new namespaces. Each
 request on the control socket carries the call's socket and file
-descriptors, and a marshalled description (argv, environment, directory,
-sandbox). The server forks the tool, which makes a session of its own,
+descriptors, and a marshalled description (argv, the environment as what
+it changes of the server's, directory, sandbox). The server forks the tool, which makes a session of its own,
 takes the call's standard streams, descriptors, environment and directory,
 applies the sandbox, and returns to the top of this interpreter, which runs
 the tool's entry as ``__main__`` and ends as a script ends (:func:`exit`).
@@ -455,7 +455,7 @@ def _become_tool(request: dict[str, Any], fds: list[int],
         _exec_program(request, fds, targets, report)
     _place(fds[1:], targets)
     os.chdir(request["cwd"])
-    _set_environment(request["env"])
+    _set_environment(request["env"], request["unset"])
     if request.get("sandbox") is not None:
         # Only a boxed call: the box needs ctypes, which may be missing.
         from acor.cli.sandbox.enter import SandboxError, enter
@@ -513,11 +513,12 @@ def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
             if sig is not None:
                 signal.signal(sig, signal.SIG_DFL)
         os.chdir(request["cwd"])
+        _set_environment(request["env"], request["unset"])
         if request.get("sandbox") is not None:
             from acor.cli.sandbox.enter import enter  # as in _become_tool
             enter(request["sandbox"])
         argv = request["argv"]
-        os.execvpe(argv[0], argv, request["env"])
+        os.execvpe(argv[0], argv, os.environ)
     except BaseException as exc:
         from acor.cli.sandbox.enter import SandboxError  # as above
         said = (b"sandbox" if isinstance(exc, SandboxError) else
@@ -529,16 +530,16 @@ def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
             os._exit(127)
 
 
-def _set_environment(env: dict[str, str]) -> None:
-    """Make ``os.environ`` (and the C environment) exactly ``env``,
-    changing only what differs from the server's: most of a tool's
-    environment is the launcher's, which the server started with."""
-    current = os.environ
-    for key in [key for key in current if key not in env]:
-        del current[key]
-    for key, value in env.items():
-        if current.get(key) != value:
-            current[key] = value
+def _set_environment(changed: dict[str, str], unset: list[str]) -> None:
+    """Make ``os.environ`` (and the C environment) the call's: this
+    process has the server's, which is what the client started it with
+    (:class:`acor.cli.run.warm.WarmStarter`), and the request says what
+    the call's changes of it: ``changed`` set, ``unset`` removed."""
+    environ = os.environ
+    for key in unset:
+        environ.pop(key, None)
+    for key, value in changed.items():
+        environ[key] = value
 
 
 def _place(fds: list[int], targets: list[int],
