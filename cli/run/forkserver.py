@@ -564,22 +564,30 @@ def _code_of(entry: str) -> Optional[Code]:
     """The entry's code object, compiled once per version of the file (a
     SyntaxError is returned, for the tool's process to report); None when
     it cannot be read, for the tool's process to fail as Python would."""
+    # Read through a file object only when it is compiled: its buffer is
+    # memory that the server and the spare would copy from each other.
     try:
-        with open(entry, "rb") as f:
-            info = os.fstat(f.fileno())
-            key = (entry, info.st_mtime_ns, info.st_size)
-            code = _compiled.get(key)
-            if code is None:
-                source = f.read()
-                try:
-                    code = compile(source, entry, "exec", dont_inherit=True)
-                except SyntaxError as exc:
-                    return exc
-                if len(_compiled) > 256:
-                    _compiled.clear()
-                _compiled[key] = code
+        fd = os.open(entry, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        key = (entry, info.st_mtime_ns, info.st_size)
+        code = _compiled.get(key)
+        if code is None:
+            with open(fd, "rb", closefd=False) as f:
+                source = f.read()
+            try:
+                code = compile(source, entry, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                return exc
+            if len(_compiled) > 256:
+                _compiled.clear()
+            _compiled[key] = code
+    except OSError:  # a directory, say: read fails as open would have
+        return None
+    finally:
+        os.close(fd)
     return code
 
 
