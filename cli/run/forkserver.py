@@ -7,14 +7,15 @@ descriptor named in ``ACOR_FORKSERVER_FD``, and stays single-threaded: a
 process with one thread can fork safely and enter new namespaces. Each
 request on the control socket carries the call's socket and file
 descriptors, and a marshalled description (argv, the environment as what
-it changes of the server's, directory, sandbox). The server forks the tool, which makes a session of its own,
-takes the call's standard streams, descriptors, environment and directory,
-applies the sandbox, and returns to the top of this interpreter, which runs
-the tool's entry as ``__main__`` and ends as a script ends (:func:`exit`).
-A request marked ``exec`` (a tool that is not a Python entry, or one that
-must start in a fresh interpreter) is a program the forked process
-executes instead: it is supervised the same way, so that no path of a
-long-lived caller leaves a daemon behind.
+it changes of the server's, directory, sandbox). The server forks the tool,
+which makes a session of its own, takes the call's standard streams,
+descriptors, environment and directory, applies the sandbox, and returns
+to the top of this interpreter, which runs the tool's entry as
+``__main__`` and ends as a script ends (:func:`exit`). A request marked
+``exec`` (a tool that is not a Python entry, or one that must start in a
+fresh interpreter) is a program the forked process executes instead: it
+is supervised the same way, so that no path of a long-lived caller leaves
+a daemon behind.
 
 On the call's socket the server says ``pid N``, then ``exit STATUS``; the
 client answers ``reap`` once it has read the tool's pipes, and the server
