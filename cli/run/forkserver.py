@@ -45,7 +45,6 @@ from __future__ import annotations
 # Not threading: a module imported here that registers an after-fork hook
 # runs it in every fork (threading's cost each tool's process 120 page
 # faults and 0.35 ms of CPU); a tool that uses threads imports it itself.
-import atexit
 import builtins
 import errno
 import fcntl
@@ -63,10 +62,13 @@ from importlib.machinery import SourceFileLoader
 from acor import framing
 
 from acor.cli.run.process import children, end_orphans, kill_group
+from acor.cli.run.tool_end import exit
+
+__all__ = ["BOOT", "FD_VAR", "exit", "serve"]  # exit: BOOT's, from here
 
 TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Iterable, NoReturn, Optional, Union
+    from typing import Any, Iterable, Optional, Union
 
     Code = Union[types.CodeType, SyntaxError]  # the tool reports an error
     Globals = tuple[Optional[Code], dict[str, Any]]  # what __main__ runs
@@ -376,51 +378,6 @@ def _end_all(running: dict[int, _Call]) -> None:
     for call in running.values():
         kill_group(call.pid, signal.SIGKILL)
     _end_orphans({})
-
-
-def exit(exc: BaseException | None) -> NoReturn:
-    """End the tool's process as the interpreter ends a script, less the
-    teardown of every module, which no one can observe and which costs a
-    process holding the library several milliseconds: report an uncaught
-    exception through ``sys.excepthook`` (without this module's frame),
-    wait for non-daemon threads, run ``atexit`` functions, flush the
-    standard streams, then leave with the script's exit status."""
-    code = 0
-    if isinstance(exc, SystemExit):
-        code = _exit_code(exc.code)
-    elif exc is not None:
-        tb = exc.__traceback__
-        sys.excepthook(type(exc), exc, tb.tb_next if tb is not None else tb)
-        code = 1
-    threading = sys.modules.get("threading")  # as the interpreter looks
-    if threading is not None:  # only a tool that imported it has threads
-        threading._shutdown()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            code = code or 120  # as the interpreter does
-    if isinstance(exc, KeyboardInterrupt):
-        # An uncaught Ctrl-C ends a script by SIGINT, for its parent to see.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code)
-
-
-def _exit_code(value: object) -> int:
-    """sys.exit(value)'s status: None 0, an int itself, anything else
-    printed to stderr and 1."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    try:
-        sys.stderr.write(f"{value}\n")
-    except Exception:
-        pass
-    return 1
 
 
 def _detach() -> None:
