@@ -34,7 +34,26 @@ _held_for_fork: list[Forkable] = []
 
 def track(tool: Forkable) -> None:
     """Look after ``tool`` across forks (a weak reference: no leak)."""
+    if _unregistered:
+        _register()
     _live.add(_weakref.ref(tool, _live.discard))
+
+
+# The hooks are registered with the first tool, not on import: a process
+# that imports the library and forks without a tool (acor's fork server,
+# for every tool it starts) would run them in every fork for nothing.
+_unregistered = [True]
+
+
+def _register() -> None:
+    try:
+        _unregistered.pop()  # atomic: one thread registers them
+    except IndexError:
+        return
+    if hasattr(os, "register_at_fork"):
+        os.register_at_fork(before=_before_fork,
+                            after_in_parent=_after_fork_in_parent,
+                            after_in_child=_after_fork_in_child)
 
 
 def _tools() -> list[Forkable]:
@@ -58,8 +77,3 @@ def _after_fork_in_child() -> None:
     for tool in _tools():
         tool._reset_after_fork()
 
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork,
-                        after_in_parent=_after_fork_in_parent,
-                        after_in_child=_after_fork_in_child)

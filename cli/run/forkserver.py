@@ -6,15 +6,16 @@ It is started as ``python -u -P -c BOOT`` with its control socket on a file
 descriptor named in ``ACOR_FORKSERVER_FD``, and stays single-threaded: a
 process with one thread can fork safely and enter new namespaces. Each
 request on the control socket carries the call's socket and file
-descriptors, and a marshalled description (argv, environment, directory,
-sandbox). The server forks the tool, which makes a session of its own,
-takes the call's standard streams, descriptors, environment and directory,
-applies the sandbox, and returns to the top of this interpreter, which runs
-the tool's entry as ``__main__`` and ends as a script ends (:func:`exit`).
-A request marked ``exec`` (a tool that is not a Python entry, or one that
-must start in a fresh interpreter) is a program the forked process
-executes instead: it is supervised the same way, so that no path of a
-long-lived caller leaves a daemon behind.
+descriptors, and a marshalled description (argv, the environment as what
+it changes of the server's, directory, sandbox). The server forks the tool,
+which makes a session of its own, takes the call's standard streams,
+descriptors, environment and directory, applies the sandbox, and returns
+to the top of this interpreter, which runs the tool's entry as
+``__main__`` and ends as a script ends (:func:`exit`). A request marked
+``exec`` (a tool that is not a Python entry, or one that must start in a
+fresh interpreter) is a program the forked process executes instead: it
+is supervised the same way, so that no path of a long-lived caller leaves
+a daemon behind.
 
 On the call's socket the server says ``pid N``, then ``exit STATUS``; the
 client answers ``reap`` once it has read the tool's pipes, and the server
@@ -41,7 +42,9 @@ from __future__ import annotations
 
 # Imported once, before the heap is frozen, and shared by every fork: not
 # in the functions a tool's process runs, where each fork would pay again.
-import atexit
+# Not threading: a module imported here that registers an after-fork hook
+# runs it in every fork (threading's cost each tool's process 120 page
+# faults and 0.35 ms of CPU); a tool that uses threads imports it itself.
 import builtins
 import errno
 import fcntl
@@ -52,7 +55,6 @@ import select
 import signal
 import socket
 import sys
-import threading
 import traceback
 import types
 from importlib.machinery import SourceFileLoader
@@ -60,10 +62,13 @@ from importlib.machinery import SourceFileLoader
 from acor import framing
 
 from acor.cli.run.process import children, end_orphans, kill_group
+from acor.cli.run.tool_end import exit
+
+__all__ = ["BOOT", "FD_VAR", "exit", "serve"]  # exit: BOOT's, from here
 
 TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
 if TYPE_CHECKING:
-    from typing import Any, Iterable, NoReturn, Optional, Union
+    from typing import Any, Iterable, Optional, Union
 
     Code = Union[types.CodeType, SyntaxError]  # the tool reports an error
     Globals = tuple[Optional[Code], dict[str, Any]]  # what __main__ runs
@@ -375,49 +380,6 @@ def _end_all(running: dict[int, _Call]) -> None:
     _end_orphans({})
 
 
-def exit(exc: BaseException | None) -> NoReturn:
-    """End the tool's process as the interpreter ends a script, less the
-    teardown of every module, which no one can observe and which costs a
-    process holding the library several milliseconds: report an uncaught
-    exception through ``sys.excepthook`` (without this module's frame),
-    wait for non-daemon threads, run ``atexit`` functions, flush the
-    standard streams, then leave with the script's exit status."""
-    code = 0
-    if isinstance(exc, SystemExit):
-        code = _exit_code(exc.code)
-    elif exc is not None:
-        tb = exc.__traceback__
-        sys.excepthook(type(exc), exc, tb.tb_next if tb is not None else tb)
-        code = 1
-    threading._shutdown()  # type: ignore[attr-defined]  # private: untyped
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            code = code or 120  # as the interpreter does
-    if isinstance(exc, KeyboardInterrupt):
-        # An uncaught Ctrl-C ends a script by SIGINT, for its parent to see.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code)
-
-
-def _exit_code(value: object) -> int:
-    """sys.exit(value)'s status: None 0, an int itself, anything else
-    printed to stderr and 1."""
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    try:
-        sys.stderr.write(f"{value}\n")
-    except Exception:
-        pass
-    return 1
-
-
 def _detach() -> None:
     """In a tool's process, first: a session (and group) of its own, and
     its orphans its own while it runs."""
@@ -451,7 +413,7 @@ def _become_tool(request: dict[str, Any], fds: list[int],
         _exec_program(request, fds, targets, report)
     _place(fds[1:], targets)
     os.chdir(request["cwd"])
-    _set_environment(request["env"])
+    _set_environment(request["env"], request["unset"])
     if request.get("sandbox") is not None:
         # Only a boxed call: the box needs ctypes, which may be missing.
         from acor.cli.sandbox.enter import SandboxError, enter
@@ -509,11 +471,12 @@ def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
             if sig is not None:
                 signal.signal(sig, signal.SIG_DFL)
         os.chdir(request["cwd"])
+        _set_environment(request["env"], request["unset"])
         if request.get("sandbox") is not None:
             from acor.cli.sandbox.enter import enter  # as in _become_tool
             enter(request["sandbox"])
         argv = request["argv"]
-        os.execvpe(argv[0], argv, request["env"])
+        os.execvpe(argv[0], argv, os.environ)
     except BaseException as exc:
         from acor.cli.sandbox.enter import SandboxError  # as above
         said = (b"sandbox" if isinstance(exc, SandboxError) else
@@ -525,16 +488,16 @@ def _exec_program(request: dict[str, Any], fds: list[int], targets: list[int],
             os._exit(127)
 
 
-def _set_environment(env: dict[str, str]) -> None:
-    """Make ``os.environ`` (and the C environment) exactly ``env``,
-    changing only what differs from the server's: most of a tool's
-    environment is the launcher's, which the server started with."""
-    current = os.environ
-    for key in [key for key in current if key not in env]:
-        del current[key]
-    for key, value in env.items():
-        if current.get(key) != value:
-            current[key] = value
+def _set_environment(changed: dict[str, str], unset: list[str]) -> None:
+    """Make ``os.environ`` (and the C environment) the call's: this
+    process has the server's, which is what the client started it with
+    (:class:`acor.cli.run.warm.WarmStarter`), and the request says what
+    the call's changes of it: ``changed`` set, ``unset`` removed."""
+    environ = os.environ
+    for key in unset:
+        environ.pop(key, None)
+    for key, value in changed.items():
+        environ[key] = value
 
 
 def _place(fds: list[int], targets: list[int],
@@ -559,22 +522,30 @@ def _code_of(entry: str) -> Optional[Code]:
     """The entry's code object, compiled once per version of the file (a
     SyntaxError is returned, for the tool's process to report); None when
     it cannot be read, for the tool's process to fail as Python would."""
+    # Read through a file object only when it is compiled: its buffer is
+    # memory that the server and the spare would copy from each other.
     try:
-        with open(entry, "rb") as f:
-            info = os.fstat(f.fileno())
-            key = (entry, info.st_mtime_ns, info.st_size)
-            code = _compiled.get(key)
-            if code is None:
-                source = f.read()
-                try:
-                    code = compile(source, entry, "exec", dont_inherit=True)
-                except SyntaxError as exc:
-                    return exc
-                if len(_compiled) > 256:
-                    _compiled.clear()
-                _compiled[key] = code
+        fd = os.open(entry, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
+    try:
+        info = os.fstat(fd)
+        key = (entry, info.st_mtime_ns, info.st_size)
+        code = _compiled.get(key)
+        if code is None:
+            with open(fd, "rb", closefd=False) as f:
+                source = f.read()
+            try:
+                code = compile(source, entry, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                return exc
+            if len(_compiled) > 256:
+                _compiled.clear()
+            _compiled[key] = code
+    except OSError:  # a directory, say: read fails as open would have
+        return None
+    finally:
+        os.close(fd)
     return code
 
 

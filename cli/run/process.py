@@ -394,13 +394,29 @@ def children() -> set[int]:
     pids: set[int] = set()
     try:
         for tid in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{tid}/children") as f:
-                pids.update(int(pid) for pid in f.read().split())
+            pids.update(int(pid) for pid in
+                        _read_file(f"/proc/self/task/{tid}/children").split())
     except FileNotFoundError:  # a kernel without the children file
         pids = _children_by_scan()
     except (OSError, ValueError):
         pass  # no /proc: nothing we can find
     return pids
+
+
+def _read_file(path: str) -> bytes:
+    """A small file's bytes, without a file object: the fork server reads
+    its children after every run, and a file object's buffer would be
+    memory it copies from the spare it shares its pages with."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        data = b""
+        while True:
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return data
+            data += chunk
+    finally:
+        os.close(fd)
 
 
 def _children_by_scan() -> set[int]:

@@ -57,6 +57,9 @@ class WarmStarter:
         # acor's secrets, so none can be inherited from its memory.
         base = without_secrets(os.environ if env is None else env)
         base.update(_SERVER_ENV)
+        # What a forked tool's process starts with: a call sends only what
+        # its environment changes of it.
+        self._server_env = dict(base)
         base[FD_VAR] = str(theirs.fileno())
         self._python_env = _python_vars(base, exclude=(FD_VAR,))
         self._server = subprocess.Popen(
@@ -96,8 +99,16 @@ class WarmStarter:
         widen_pipe(out_r)
         stdin = 0 if inherit_stdin else os.open(os.devnull, os.O_RDONLY)
         call, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The environment as what differs from the server's (a few
+        # variables of dozens): the server and the forked process then
+        # unmarshal and set only those, and every string they make costs
+        # them a page copied since the fork.
+        server_env = self._server_env
         request = {"argv": list(argv if program else argv[2:]),
-                   "exec": program, "env": dict(env),
+                   "exec": program,
+                   "env": {key: value for key, value in env.items()
+                           if server_env.get(key) != value},
+                   "unset": [key for key in server_env if key not in env],
                    "cwd": os.path.abspath(cwd or os.getcwd()),
                    "pass_fds": list(pass_fds)}
         if sandbox is not None:

@@ -5,6 +5,7 @@ import json
 import os
 import signal
 import sys
+import textwrap
 import threading
 import time
 
@@ -221,6 +222,71 @@ def test_programs_the_tool_starts_cannot_read_the_token_warm(tools,
     """)
     cold, warm = both("spy", (), starter)
     assert warm.data == cold.data and warm.data["env"] == "[]"
+
+
+def test_a_thread_the_tool_leaves_running_ends_its_run_warm(tools,
+                                                          starter):
+    # The main thread ends first; the process waits for its non-daemon
+    # thread, which writes the final status (the sleep only makes sure
+    # the main thread has ended: it does not have to be long to pass).
+    tools.add_tool("late", """
+        import threading, time
+        from acor import AcorTool
+
+        def finish():
+            time.sleep(0.3)
+            with AcorTool() as tool:
+                tool.output({"from": threading.current_thread().name})
+        threading.Thread(target=finish, name="finisher").start()
+    """)
+    cold, warm = both("late", (), starter)
+    assert warm.state == cold.state == "complete", (warm.errors, cold.errors)
+    assert warm.data == cold.data == {"from": "finisher"}
+
+
+ENVIRON_REPORT = """
+    import json, os
+    from acor import AcorTool
+    with AcorTool() as tool:
+        tool.output(dict(os.environ))
+"""
+
+
+def _environ_seen(result, kind):
+    if kind == "python":
+        return result.data
+    # A program's standard output comes as Output events, whole lines.
+    return json.loads("\n".join(event.text for event in result.events
+                                if type(event).__name__ == "Output"))
+
+
+@pytest.mark.parametrize("kind", ["python", "program"])
+def test_a_tool_has_the_calls_environment_not_the_servers_warm(
+        tools, monkeypatch, kind):
+    """The server started with an environment the call then changed: a
+    variable removed, one changed, one added. The tool sees the call's,
+    exactly as a cold start gives it."""
+    if kind == "python":
+        tools.add_tool("environ", ENVIRON_REPORT)
+    else:  # executed by a process the server forks
+        tools.add_wrapped("environ", [
+            sys.executable, "-c",
+            "import json, os; print(json.dumps(dict(os.environ)))"])
+    monkeypatch.setenv("WARM_GONE", "server")
+    monkeypatch.setenv("WARM_CHANGED", "server")
+    starter = WarmStarter()
+    try:
+        monkeypatch.delenv("WARM_GONE")
+        monkeypatch.setenv("WARM_CHANGED", "call")
+        cold, warm = both("environ", (), starter,
+                          env={"WARM_ADDED": "call"})
+    finally:
+        starter.close()
+    assert cold.state == warm.state == "complete", (cold.errors, warm.errors)
+    seen = _environ_seen(warm, kind)
+    assert seen == _environ_seen(cold, kind)
+    assert "WARM_GONE" not in seen
+    assert (seen["WARM_CHANGED"], seen["WARM_ADDED"]) == ("call", "call")
 
 
 def test_concurrent_warm_runs_each_get_their_own_result(tools, starter):
