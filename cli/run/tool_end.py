@@ -6,10 +6,10 @@ from __future__ import annotations
 
 # Imported by the fork server before it freezes its heap: every fork
 # shares them. Not threading (see the server's imports).
-import atexit
-import os
 import signal
 import sys
+
+from acor.cli.exiting import leave
 
 TYPE_CHECKING = False  # the server imports nothing it need not: only mypy
 if TYPE_CHECKING:
@@ -21,8 +21,8 @@ def exit(exc: BaseException | None) -> NoReturn:
     teardown of every module, which no one can observe and which costs a
     process holding the library several milliseconds: report an uncaught
     exception through ``sys.excepthook`` (without the server's frame),
-    wait for non-daemon threads, run ``atexit`` functions, flush the
-    standard streams, then leave with the script's exit status."""
+    then leave with the script's exit status (:func:`cli.exiting.leave`:
+    threads waited for, ``atexit`` run, the standard streams flushed)."""
     code = 0
     if isinstance(exc, SystemExit):
         code = _exit_code(exc.code)
@@ -30,21 +30,9 @@ def exit(exc: BaseException | None) -> NoReturn:
         tb = exc.__traceback__
         sys.excepthook(type(exc), exc, tb.tb_next if tb is not None else tb)
         code = 1
-    threading = sys.modules.get("threading")  # as the interpreter looks
-    if threading is not None:  # only a tool that imported it has threads
-        threading._shutdown()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            if stream is not None:
-                stream.flush()
-        except Exception:
-            code = code or 120  # as the interpreter does
-    if isinstance(exc, KeyboardInterrupt):
-        # An uncaught Ctrl-C ends a script by SIGINT, for its parent to see.
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        os.kill(os.getpid(), signal.SIGINT)
-    os._exit(code)
+    # An uncaught Ctrl-C ends a script by SIGINT, for its parent to see.
+    leave(code, by_signal=signal.SIGINT
+          if isinstance(exc, KeyboardInterrupt) else 0)
 
 
 def _exit_code(value: object) -> int:
