@@ -129,7 +129,8 @@ def test_a_package_edge_and_a_type_checking_import_close_a_cycle(tmp_path):
 # may use.
 LAYERS = (
     ("leaf", ("acor.cli.errors", "acor.cli.textsafe", "acor.cli.durations",
-              "acor.cli.sizes", "acor.cli.signals", "acor.cli.package_data",
+              "acor.cli.sizes", "acor.cli.signals", "acor.cli.exiting",
+              "acor.cli.package_data",
               "acor.cli.arguments", "acor.cli.handlers",
               "acor.cli.approval", "acor.cli.command_names")),
     ("output", ("acor.cli.output",)),
