@@ -5,7 +5,7 @@ When a script ends, Python waits for its non-daemon threads, runs the
 every module and collects what is left. No one can observe that teardown:
 acor writes its files through raw descriptors or closes them in ``with``
 blocks. It costs a process holding the library and the launcher about
-6 ms here (about 3 of them the last collection), a tenth of ``acor
+6 ms here (about 2.5 of them the last collection), a tenth of ``acor
 hello``. The ``acor`` command after a tool's run and the tool a warm start
 forked both leave through :func:`leave` instead.
 """

@@ -59,8 +59,8 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
         again = [f.name for f in fields if f.name in asked]
         if again:
             say(f"{name} asked again for {', '.join(again)}, already "
-                 "answered in this run: not asking twice. The run ends "
-                 "here.")
+                "answered in this run: not asking twice. The run ends "
+                "here.")
             return result.exit_code
         try:
             with _interruptible():
@@ -71,12 +71,12 @@ def ask_and_rerun(result: RunResult, name: str, args: list[str],
         except (click.Abort, EOFError, KeyboardInterrupt):
             click.echo("")  # off the line the question is on (stdout)
             say(f"Not answered: {name} was not run again, and nothing "
-                 "was approved.")
+                "was approved.")
             return result.exit_code
         if time.monotonic() - shown > APPROVAL_TTL:
             say(f"The request expired ({APPROVAL_TTL // 60} minutes): "
-                 f"{name} was not run again. Run the command again to be "
-                 "asked anew.")
+                f"{name} was not run again. Run the command again to be "
+                "asked anew.")
             return result.exit_code
         asked.update(answers)
         human = {f.name: answers[f.name] for f in fields if f.human}
