@@ -38,11 +38,28 @@ with AcorTool() as tool:
 """
 
 
+LIVE = re.compile(r"% \d+/100 .*\d:\d\d( · ETA \d+:\d\d)?$")  # a whole frame
+
+
 def redrawn(term, times):
     """Wait until the live line was drawn ``times`` more times (each
-    redraw erases the line it draws on)."""
+    redraw erases the line it draws on), then until the screen is one a
+    person sees (:func:`settled`)."""
     since = len(term.seen)
     term.wait(lambda seen: seen[since:].count(b"\x1b[2K") >= times)
+    settled(term)
+
+
+def settled(term):
+    """Wait until the screen ends with a whole frame of the live line. A
+    pseudo-terminal passes on one write in pieces, so a read can end
+    inside a redraw: after the line was erased, or after a line printed
+    above it but before the frame drawn under it. No person sees that
+    screen; it is gone within the same write."""
+    def on_a_frame(seen):
+        written = [row for row in term.rows if row]
+        return bool(written) and LIVE.search(written[-1]) is not None
+    term.wait(on_a_frame)
 
 
 def bars(rows):
@@ -61,6 +78,7 @@ def test_a_narrower_window_leaves_no_stale_bar(project):
     (project.root / "say").write_text("")
     redrawn(term, 3)  # and again at 60, the tool running on
     term.expect("resized")
+    settled(term)
     mid_run = term.rows
     assert len(bars(mid_run)) == 1, mid_run
     assert "resized" in mid_run
@@ -115,7 +133,6 @@ def test_a_terminal_that_cuts_its_lines_keeps_the_rows_above_the_bar(
 
 
 TMUX = shutil.which("tmux")
-LIVE = re.compile(r"% \d+/100 .*\d:\d\d( · ETA \d+:\d\d)?$")  # a whole frame
 
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed")
