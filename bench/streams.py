@@ -110,7 +110,7 @@ def flood(env, project, megabytes, fmt, peaks):
     rounds = scale(9, 1)
     runs = (via_acor, direct, lambda: direct(subprocess.PIPE))
     a, b, piped = [], [], []
-    for i in range(rounds):  # the three in turn, each round starting later
+    for i in range(rounds):  # the three in turn, another first each round
         for k in range(3):
             j = (i + k) % 3
             (a, b, piped)[j].append(runs[j]())
