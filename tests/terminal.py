@@ -268,7 +268,10 @@ class Terminal:
         group in front (the kernel sends it too), and what was already
         on the screen rewrapped (see :func:`wrapped_screen`)."""
         while select.select([self.fd], [], [], 0)[0]:
-            chunk = os.read(self.fd, 65536)  # what was drawn before it
+            try:
+                chunk = os.read(self.fd, 65536)  # drawn before the resize
+            except OSError:  # EIO: acor has ended
+                break
             if not chunk:
                 break
             self.seen += chunk
@@ -375,8 +378,9 @@ class Terminal:
         """The rows a person sees at the end on a terminal of this width
         that wraps long lines (and rewraps or cuts them at each
         :meth:`resize`), colours dropped."""
-        resizes = [(made_for_old_width(self.seen, offset, width), width)
-                   for offset, width in self.resizes]
+        ends = [offset for offset, _ in self.resizes[1:]] + [len(self.seen)]
+        resizes = [(made_for_old_width(self.seen[:end], offset, width), width)
+                   for (offset, width), end in zip(self.resizes, ends)]
         return wrapped_screen(self.seen, self.columns, resizes,
                               self.rewraps)
 
